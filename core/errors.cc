@@ -1,0 +1,62 @@
+#include "core/errors.h"
+
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace verbsim {
+namespace {
+constexpr absl::string_view kErrnoPayload = "verbsim/errno";
+}  // namespace
+
+absl::string_view ErrnoName(int err) {
+  switch (err) {
+    case EINVAL: return "EINVAL";
+    case ENOMEM: return "ENOMEM";
+    case EBUSY: return "EBUSY";
+    case ENOENT: return "ENOENT";
+    case ENODEV: return "ENODEV";
+    case ENOSYS: return "ENOSYS";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EADDRINUSE: return "EADDRINUSE";
+    case EAGAIN: return "EAGAIN";
+    case EFAULT: return "EFAULT";
+    case ENOTCONN: return "ENOTCONN";
+    case EEXIST: return "EEXIST";
+    case EIO: return "EIO";
+  }
+  return "E?";
+}
+
+absl::Status ErrnoError(int err, absl::string_view message) {
+  absl::Status status = absl::ErrnoToStatus(
+      err, absl::StrCat(ErrnoName(err), ": ", message));
+  status.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(err)));
+  return status;
+}
+
+int ErrnoOf(const absl::Status& status) {
+  if (status.ok()) return 0;
+  if (auto payload = status.GetPayload(kErrnoPayload)) {
+    int err = 0;
+    if (absl::SimpleAtoi(std::string(*payload), &err)) return err;
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument: return EINVAL;
+    case absl::StatusCode::kResourceExhausted: return ENOMEM;
+    case absl::StatusCode::kFailedPrecondition: return EBUSY;
+    case absl::StatusCode::kNotFound: return ENOENT;
+    case absl::StatusCode::kUnimplemented: return EOPNOTSUPP;
+    case absl::StatusCode::kDeadlineExceeded: return ETIMEDOUT;
+    case absl::StatusCode::kPermissionDenied: return EACCES;
+    case absl::StatusCode::kUnavailable: return EAGAIN;
+    default: return EIO;
+  }
+}
+
+}  // namespace verbsim

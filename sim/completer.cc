@@ -1,0 +1,244 @@
+// The completer: consumes ACKs, NAKs, read responses and atomic ACKs at the
+// requester; retries on timeout, sequence NAK and RNR NAK; fails a WQE on a
+// remote error NAK (IBA 9.7.5, 9.9; kernel rxe rxe_comp.c is the model).
+#include <cstring>
+
+#include "sim/fabric.h"
+#include "sim/sg.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+// IBA table 45: the RNR NAK timer field (5 bits) in microseconds.
+constexpr int64_t kRnrTimerUs[32] = {
+    655360, 10,    20,    30,    40,     60,     80,     120,
+    160,    240,   320,   480,   640,    960,    1280,   1920,
+    2560,   3840,  5120,  7680,  10240,  15360,  20480,  30720,
+    40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+
+bool IsRdAtomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
+         op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+uint32_t LastPsn(const SendWqe& w) { return PsnAdd(w.first_psn, w.num_psn - 1); }
+
+// The PSN from which `w` has to be sent again.
+uint32_t RestartPsn(const SendWqe& w) {
+  return w.opcode == WrOpcode::kRdmaRead ? PsnAdd(w.first_psn, w.responses_got)
+                                         : w.first_psn;
+}
+
+// Completes in-flight sends and writes acknowledged by `psn` (inclusive or
+// not); an ACK never completes a read or atomic, which need their responses.
+bool AckSendsAndWrites(QpCore& qp, uint32_t psn, bool inclusive) {
+  bool progress = false;
+  for (SendWqe& w : qp.sq) {
+    if (w.phase == SendWqe::Phase::kDone) continue;
+    if (w.phase != SendWqe::Phase::kInFlight || IsRdAtomic(w.opcode)) break;
+    const int32_t d = PsnDiff(LastPsn(w), psn);
+    if (d > 0 || (d == 0 && !inclusive)) break;
+    w.phase = SendWqe::Phase::kDone;
+    progress = true;
+  }
+  return progress;
+}
+
+SendWqe* FirstInFlight(QpCore& qp) {
+  for (SendWqe& w : qp.sq) {
+    if (w.phase == SendWqe::Phase::kInFlight) return &w;
+    if (w.phase == SendWqe::Phase::kPosted) return nullptr;
+  }
+  return nullptr;
+}
+
+SendWqe* InFlightHolding(QpCore& qp, uint32_t psn) {
+  for (SendWqe& w : qp.sq) {
+    if (w.phase != SendWqe::Phase::kInFlight) continue;
+    const int32_t d = PsnDiff(psn, w.first_psn);
+    if (d >= 0 && d < static_cast<int32_t>(w.num_psn)) return &w;
+  }
+  return nullptr;
+}
+
+void Fail(QpCore& qp, SendWqe& w, WcStatus status) {
+  w.status = status;
+  w.phase = SendWqe::Phase::kDone;
+  qp.req_halted = true;
+  ++qp.timer_generation;
+  qp.timer_armed = false;
+}
+
+void Progressed(QpCore& qp) {
+  // Forward progress resets the retry counters (IBA 9.7.6.1.4).
+  qp.retry_left = qp.attr.retry_cnt;
+  qp.rnr_left = qp.attr.rnr_retry;
+  qp.timer_armed = false;
+  ArmRetryTimer(qp);
+}
+
+void OnRetryTimeout(QpCore& qp) {
+  qp.timer_armed = false;
+  SendWqe* w = FirstInFlight(qp);
+  if (w == nullptr) return;
+  if (qp.retry_left <= 0) {
+    Fail(qp, *w, WcStatus::kRetryExcErr);
+    CompleterRun(qp);
+    return;
+  }
+  --qp.retry_left;
+  RequesterRewind(qp, RestartPsn(*w));
+}
+
+void OnRnrNak(QpCore& qp, uint32_t psn, uint8_t timer) {
+  SendWqe* w = InFlightHolding(qp, psn);
+  if (w == nullptr) return;
+  // rnr_retry 7 means retry forever (IBA 9.7.5.2.8).
+  if (qp.attr.rnr_retry != 7) {
+    if (qp.rnr_left <= 0) {
+      Fail(qp, *w, WcStatus::kRnrRetryExcErr);
+      CompleterRun(qp);
+      return;
+    }
+    --qp.rnr_left;
+  }
+  qp.rnr_waiting = true;
+  ++qp.timer_generation;
+  qp.timer_armed = false;
+  Fabric* fabric = qp.node->fabric;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  fabric->Schedule(
+      fabric->now_ns() + kRnrTimerUs[timer & 31] * 1000, [node, qpn, psn]() {
+        auto it = node->qps.find(qpn);
+        if (it == node->qps.end()) return;
+        QpCore& q = *it->second;
+        if (!q.rnr_waiting) return;
+        q.rnr_waiting = false;
+        RequesterRewind(q, psn);
+      });
+}
+
+void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
+  SendWqe* w = InFlightHolding(qp, psn);
+  if (w == nullptr) return;
+  switch (code) {
+    case NakCode::kPsnSequenceError:
+      if (qp.retry_left <= 0) {
+        Fail(qp, *w, WcStatus::kRetryExcErr);
+        CompleterRun(qp);
+        return;
+      }
+      --qp.retry_left;
+      RequesterRewind(qp, psn);
+      return;
+    case NakCode::kInvalidRequest:
+      Fail(qp, *w, WcStatus::kRemInvReqErr);
+      break;
+    case NakCode::kRemoteAccessError:
+      Fail(qp, *w, WcStatus::kRemAccessErr);
+      break;
+    case NakCode::kRemoteOperationalError:
+      Fail(qp, *w, WcStatus::kRemOpErr);
+      break;
+    case NakCode::kInvalidRdRequest:
+      Fail(qp, *w, WcStatus::kRemInvRdReqErr);
+      break;
+  }
+  CompleterRun(qp);
+}
+
+void OnReadResponse(QpCore& qp, const Packet& p) {
+  // A response implicitly acknowledges every earlier request (IBA 9.7.5.1.3).
+  if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
+  SendWqe* w = FirstInFlight(qp);
+  if (w == nullptr || w->opcode != WrOpcode::kRdmaRead) return;
+  const uint32_t expected = PsnAdd(w->first_psn, w->responses_got);
+  const int32_t d = PsnDiff(p.psn, expected);
+  if (d < 0) return;  // a duplicate response
+  if (d > 0) {
+    // A response was lost: ask again from the first one missing.
+    RequesterRewind(qp, expected);
+    return;
+  }
+  const uint64_t offset =
+      static_cast<uint64_t>(w->responses_got) * PathMtuBytes(qp);
+  ScatterTo(w->sges, offset, p.payload.data(), p.payload.size());
+  ++w->responses_got;
+  if (w->responses_got == w->num_psn) w->phase = SendWqe::Phase::kDone;
+  Progressed(qp);
+}
+
+void OnAtomicAck(QpCore& qp, const Packet& p) {
+  if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
+  SendWqe* w = FirstInFlight(qp);
+  if (w == nullptr || w->first_psn != p.psn ||
+      (w->opcode != WrOpcode::kAtomicCmpAndSwp &&
+       w->opcode != WrOpcode::kAtomicFetchAndAdd)) {
+    return;
+  }
+  uint8_t bytes[8];
+  std::memcpy(bytes, &p.atomic_orig, 8);
+  ScatterTo(w->sges, 0, bytes, 8);
+  w->phase = SendWqe::Phase::kDone;
+  Progressed(qp);
+}
+
+}  // namespace
+
+void ArmRetryTimer(QpCore& qp) {
+  // timeout 0 means an infinite local ACK timeout (ibv_modify_qp(3)).
+  if (qp.attr.timeout == 0 || qp.timer_armed) return;
+  if (FirstInFlight(qp) == nullptr) return;
+  qp.timer_armed = true;
+  const uint64_t generation = ++qp.timer_generation;
+  Fabric* fabric = qp.node->fabric;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  // Local ACK timeout: 4.096 us * 2^timeout (IBA 9.7.6.1.3).
+  const int64_t delay_ns = int64_t{4096} << qp.attr.timeout;
+  fabric->Schedule(fabric->now_ns() + delay_ns, [node, qpn, generation]() {
+    auto it = node->qps.find(qpn);
+    if (it == node->qps.end()) return;
+    QpCore& q = *it->second;
+    if (q.timer_generation != generation || !q.timer_armed) return;
+    if (q.state != verbsim::QpState::kRts && q.state != verbsim::QpState::kSqd) {
+      return;
+    }
+    OnRetryTimeout(q);
+  });
+}
+
+void CompleterReceive(QpCore& qp, Packet& p) {
+  if (qp.state != verbsim::QpState::kRts && qp.state != verbsim::QpState::kSqd) {
+    ++qp.packets_dropped;
+    return;
+  }
+  if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
+    ++qp.packets_dropped;
+    return;
+  }
+  switch (p.opcode) {
+    case RcOp::kAcknowledge:
+      if (IsAck(p.syndrome)) {
+        if (AckSendsAndWrites(qp, p.psn, true)) Progressed(qp);
+      } else if (IsRnrNak(p.syndrome)) {
+        if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
+        OnRnrNak(qp, p.psn, p.syndrome & 0x1f);
+      } else if (IsNak(p.syndrome)) {
+        if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
+        OnNak(qp, p.psn, static_cast<NakCode>(p.syndrome & 0x1f));
+      }
+      break;
+    case RcOp::kAtomicAcknowledge:
+      OnAtomicAck(qp, p);
+      break;
+    default:
+      if (IsReadResponse(p.opcode)) OnReadResponse(qp, p);
+      break;
+  }
+  CompleterRun(qp);
+}
+
+}  // namespace verbsim::sim

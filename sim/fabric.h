@@ -1,0 +1,122 @@
+// The simulated fabric: nodes (simulated HCAs), links between them, and one
+// event queue in virtual time. One mutex guards all of it; public calls take
+// it once. Progress is driven by the calls that wait or poll (and by the
+// explicit RunUntilIdle / RunFor), so a single-threaded test is deterministic.
+#ifndef VERBSIM_SIM_FABRIC_H_
+#define VERBSIM_SIM_FABRIC_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include <condition_variable>
+#include <mutex>
+#include "absl/time/time.h"
+#include "sim/keys.h"
+#include "sim/packet.h"
+#include "sim/profile.h"
+#include "sim/state.h"
+
+namespace verbsim::sim {
+
+class Fabric;
+
+// A simulated HCA with one port.
+struct Node {
+  Fabric* fabric = nullptr;
+  int index = 0;
+  std::string name;  // "sim0", "sim1", ...
+  Gid gid{};
+  KeyTable keys;
+  absl::flat_hash_map<uint32_t, QpCore*> qps;
+  uint32_t next_qpn = 17;  // QPNs are never reused within a fabric's life
+  uint32_t next_id = 1;    // PD / CQ ids
+  int live_qps = 0, live_pds = 0, live_cqs = 0;
+};
+
+struct FabricOptions {
+  int nodes = 2;
+  uint64_t seed = 1;
+  SimProfile profile;
+  // Link model: every node pair is one link with this latency and rate.
+  absl::Duration latency = absl::Microseconds(1);
+  double gbit_per_s = 100;
+};
+
+class Fabric {
+ public:
+  explicit Fabric(FabricOptions options);
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  const FabricOptions& options() const { return options_; }
+  const SimProfile& profile() const { return options_.profile; }
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  // Debian's absl is not built for TSan, so the fabric uses std::mutex.
+  std::mutex& mu() { return mu_; }
+
+  // --- Public, thread-safe ---------------------------------------------
+  // Runs events until none is left or `max_virtual` of virtual time passed.
+  // Returns whether the fabric went idle.
+  bool RunUntilIdle(absl::Duration max_virtual = absl::Seconds(60))
+     ;
+  // Runs every event due within `d` of virtual time and advances the clock
+  // by `d`.
+  void RunFor(absl::Duration d);
+  // Virtual time since the fabric was made.
+  absl::Duration Now();
+
+  // --- Under mu() ---------------------------------------------------------
+  Node* node(int i) { return nodes_[i].get(); }
+  // The node whose GID is `gid`, or -1.
+  int NodeByGid(const Gid& gid) const;
+  int64_t now_ns() const { return now_ns_; }
+  // Runs `fn` at virtual time `at_ns` (events at equal times run in the order
+  // they were scheduled).
+  void Schedule(int64_t at_ns, std::function<void()> fn);
+  // Puts a packet on the link from its src_node to its dst_node; it arrives
+  // after the link's latency and serialisation, in order per link.
+  void Transmit(Packet packet);
+  // Runs events until `done()` holds. Events due within `virtual_budget` run
+  // at once; when none is due the clock moves to the end of the budget and it
+  // returns false, unless the fabric is idle, in which case it waits in real
+  // time (another thread may post) until `real_deadline`.
+  bool DriveUntil(std::unique_lock<std::mutex>& lock,
+                  const std::function<bool()>& done,
+                  absl::Duration virtual_budget, absl::Time real_deadline);
+  // Wakes threads waiting in DriveUntil (call after anything they may await).
+  void Wake() { cv_.notify_all(); }
+  uint64_t packets_sent() const { return packets_sent_; }
+
+ private:
+  struct Event {
+    int64_t at_ns;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Event& o) const {
+      return at_ns != o.at_ns ? at_ns > o.at_ns : seq > o.seq;
+    }
+  };
+  bool Step();
+  void Deliver(const Packet& packet);
+
+  FabricOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  int64_t now_ns_ = 0;
+  uint64_t next_seq_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  // When each directed link is next free, for in-order serialisation.
+  std::map<std::pair<int, int>, int64_t> link_free_ns_;
+  uint64_t packets_sent_ = 0;
+};
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_FABRIC_H_

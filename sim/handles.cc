@@ -1,0 +1,594 @@
+#include "sim/handles.h"
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "core/errors.h"
+#include "core/names.h"
+#include "sim/qp_verbs.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+using Lock = std::unique_lock<std::mutex>;
+
+// How much virtual time one Poll() may let pass when nothing is ready: a
+// spinning poller lets time pass too.
+constexpr absl::Duration kPollBudget = absl::Microseconds(100);
+
+class SimContext;
+class SimPd;
+class SimCq;
+class SimChannel;
+
+class SimMr : public Mr {
+ public:
+  SimMr(std::shared_ptr<Fabric> fabric, std::shared_ptr<MrState> st, Pd* pd)
+      : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
+  ~SimMr() override {
+    Lock lock(fabric_->mu());
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "mr lkey 0x%x is already deregistered", st_->lkey);
+    Release();
+    return absl::OkStatus();
+  }
+  void* addr() const override { return reinterpret_cast<void*>(st_->addr); }
+  uint64_t length() const override { return st_->length; }
+  uint32_t lkey() const override { return st_->lkey; }
+  uint32_t rkey() const override { return st_->rkey; }
+  uint32_t access() const override { return st_->access; }
+  Pd* pd() const override { return pd_; }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    st_->node->keys.Remove(*st_);
+    --st_->pd->mrs;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<MrState> st_;
+  Pd* pd_;
+};
+
+class SimChannel : public CompChannel {
+ public:
+  SimChannel(std::shared_ptr<Fabric> fabric, std::shared_ptr<ChannelState> st)
+      : fabric_(std::move(fabric)), st_(std::move(st)) {}
+  ~SimChannel() override {
+    Lock lock(fabric_->mu());
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "completion channel is destroyed");
+    if (st_->cqs > 0) {
+      return Errno(EBUSY, "completion channel is used by %d CQs", st_->cqs);
+    }
+    Release();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Cq*> GetEvent(absl::Duration timeout) override;
+  void AckEvents(Cq*, unsigned int) override {}
+  const std::shared_ptr<ChannelState>& state() const { return st_; }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    st_->events.clear();
+    --st_->context->channels;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<ChannelState> st_;
+};
+
+class SimCq : public Cq {
+ public:
+  SimCq(std::shared_ptr<Fabric> fabric, std::shared_ptr<CqState> st,
+        CompChannel* channel)
+      : fabric_(std::move(fabric)), st_(std::move(st)), channel_(channel) {
+    st_->handle = this;
+  }
+  ~SimCq() override {
+    Lock lock(fabric_->mu());
+    st_->handle = nullptr;
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
+    if (!st_->qps.empty()) {
+      return Errno(EBUSY, "cq %u is used by %zu QPs", st_->id,
+                   st_->qps.size());
+    }
+    Release();
+    return absl::OkStatus();
+  }
+  int cqe() const override { return st_->cqe; }
+  CompChannel* channel() const override { return channel_; }
+  absl::StatusOr<int> Poll(absl::Span<WorkCompletion> wcs) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
+    if (wcs.empty()) return 0;
+    fabric_->DriveUntil(
+        lock, [this] { return !st_->entries.empty(); }, kPollBudget,
+        absl::InfinitePast());
+    int n = 0;
+    while (n < static_cast<int>(wcs.size()) && !st_->entries.empty()) {
+      wcs[n++] = st_->entries.front();
+      st_->entries.pop_front();
+    }
+    return n;
+  }
+  absl::Status ReqNotify(bool solicited_only) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
+    if (st_->channel == nullptr) {
+      return Errno(EINVAL, "cq %u has no completion channel", st_->id);
+    }
+    st_->armed = true;
+    st_->armed_solicited_only = solicited_only;
+    return absl::OkStatus();
+  }
+  const std::shared_ptr<CqState>& state() const { return st_; }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    if (st_->channel != nullptr) {
+      --st_->channel->cqs;
+      // Drop this CQ's pending events.
+      auto& ev = st_->channel->events;
+      for (auto it = ev.begin(); it != ev.end();) {
+        it = it->get() == st_.get() ? ev.erase(it) : it + 1;
+      }
+    }
+    --st_->context->cqs;
+    --st_->context->node->live_cqs;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<CqState> st_;
+  CompChannel* channel_;
+};
+
+absl::StatusOr<Cq*> SimChannel::GetEvent(absl::Duration timeout) {
+  Lock lock(fabric_->mu());
+  if (st_->dead) return Errno(EINVAL, "completion channel is destroyed");
+  auto ready = [this] {
+    // Events of CQs whose handle is gone are discarded.
+    while (!st_->events.empty() && st_->events.front()->handle == nullptr) {
+      st_->events.pop_front();
+    }
+    return !st_->events.empty();
+  };
+  fabric_->DriveUntil(lock, ready, timeout, absl::Now() + timeout);
+  if (!ready()) {
+    return Errno(ETIMEDOUT, "no completion event within %s",
+                 absl::FormatDuration(timeout));
+  }
+  Cq* cq = st_->events.front()->handle;
+  st_->events.pop_front();
+  return cq;
+}
+
+class SimAh : public Ah {
+ public:
+  SimAh(std::shared_ptr<Fabric> fabric, std::shared_ptr<AhState> st, Pd* pd)
+      : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
+  ~SimAh() override {
+    Lock lock(fabric_->mu());
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "address handle is destroyed");
+    Release();
+    return absl::OkStatus();
+  }
+  const AhAttr& attr() const override { return st_->attr; }
+  Pd* pd() const override { return pd_; }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    --st_->pd->ahs;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<AhState> st_;
+  Pd* pd_;
+};
+
+class SimQp : public Qp {
+ public:
+  SimQp(std::shared_ptr<Fabric> fabric, std::unique_ptr<QpCore> st, Pd* pd,
+        Cq* send_cq, Cq* recv_cq, QpInitAttr init)
+      : fabric_(std::move(fabric)),
+        st_(std::move(st)),
+        pd_(pd),
+        send_cq_(send_cq),
+        recv_cq_(recv_cq),
+        init_(init) {}
+  ~SimQp() override {
+    Lock lock(fabric_->mu());
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "qp %u is destroyed", st_->qpn);
+    Release();
+    return absl::OkStatus();
+  }
+  uint32_t qp_num() const override { return st_->qpn; }
+  QpType type() const override { return st_->type; }
+  verbsim::QpState state() const override {
+    Lock lock(fabric_->mu());
+    return st_->state;
+  }
+  Pd* pd() const override { return pd_; }
+  Cq* send_cq() const override { return send_cq_; }
+  Cq* recv_cq() const override { return recv_cq_; }
+  QpInitAttr init_attr() const override { return init_; }
+  absl::Status Modify(const QpAttr& attr, uint32_t mask) override {
+    Lock lock(fabric_->mu());
+    absl::Status s = ModifyQp(*st_, attr, mask);
+    fabric_->Wake();
+    return s;
+  }
+  absl::StatusOr<QpAttr> Query() const override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "qp %u is destroyed", st_->qpn);
+    QpAttr a = st_->attr;
+    a.qp_state = st_->state;
+    a.cur_qp_state = st_->state;
+    a.cap = st_->cap;
+    return a;
+  }
+  absl::Status PostSend(absl::Span<const SendWr> wrs,
+                        size_t* bad_index) override {
+    Lock lock(fabric_->mu());
+    for (const SendWr& wr : wrs) {
+      if (wr.ud.ah != nullptr && dynamic_cast<SimAh*>(wr.ud.ah) == nullptr) {
+        return Errno(EINVAL, "wr_id %u: address handle of another provider",
+                     wr.wr_id);
+      }
+    }
+    absl::Status s = sim::PostSend(*st_, wrs, bad_index);
+    fabric_->Wake();
+    return s;
+  }
+  absl::Status PostRecv(absl::Span<const RecvWr> wrs,
+                        size_t* bad_index) override {
+    Lock lock(fabric_->mu());
+    absl::Status s = sim::PostRecv(*st_, wrs, bad_index);
+    fabric_->Wake();
+    return s;
+  }
+  SimQpStats Stats() const {
+    Lock lock(fabric_->mu());
+    return SimQpStats{st_->packets_dropped, st_->retransmissions};
+  }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    st_->node->qps.erase(st_->qpn);
+    --st_->node->live_qps;
+    st_->send_cq->qps.erase(st_.get());
+    st_->recv_cq->qps.erase(st_.get());
+    --st_->pd->qps;
+    ++st_->timer_generation;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::unique_ptr<QpCore> st_;
+  Pd* pd_;
+  Cq* send_cq_;
+  Cq* recv_cq_;
+  QpInitAttr init_;
+};
+
+class SimPd : public Pd {
+ public:
+  SimPd(std::shared_ptr<Fabric> fabric, std::shared_ptr<PdState> st,
+        Context* context)
+      : fabric_(std::move(fabric)), st_(std::move(st)), context_(context) {}
+  ~SimPd() override {
+    Lock lock(fabric_->mu());
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
+    if (st_->mrs + st_->qps + st_->ahs > 0) {
+      return Errno(EBUSY, "pd %u is used by %d MRs, %d QPs, %d AHs", st_->id,
+                   st_->mrs, st_->qps, st_->ahs);
+    }
+    Release();
+    return absl::OkStatus();
+  }
+  Context* context() const override { return context_; }
+
+  absl::StatusOr<std::unique_ptr<Mr>> RegMr(void* addr, size_t length,
+                                            uint32_t access) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
+    Node* node = st_->context->node;
+    const DeviceAttr& dev = fabric_->profile().device;
+    if (access & ~kAccessAllKnown) {
+      return Errno(EINVAL, "access 0x%x has unknown bits", access);
+    }
+    // ibv_reg_mr(3): remote write or atomic access needs local write.
+    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) &&
+        !(access & kAccessLocalWrite)) {
+      return Errno(EINVAL, "access %s needs LOCAL_WRITE with remote write or atomic",
+                   AccessFlagsName(access));
+    }
+    if (access & kAccessZeroBased) {
+      return Errno(EINVAL, "access ZERO_BASED needs ibv_reg_mr_iova");
+    }
+    if (access & kAccessOnDemand) {
+      return Errno(EOPNOTSUPP, "access ON_DEMAND: the sim has no ODP");
+    }
+    if (addr == nullptr && length > 0) {
+      return Errno(EINVAL, "null address with length %zu", length);
+    }
+    const uint64_t start = reinterpret_cast<uint64_t>(addr);
+    if (length > dev.max_mr_size || start + length < start) {
+      return Errno(EINVAL, "range [0x%x, +%zu) wraps or exceeds max_mr_size",
+                   start, length);
+    }
+    if (node->keys.live() >= static_cast<size_t>(dev.max_mr)) {
+      return Errno(ENOMEM, "max_mr %d reached", dev.max_mr);
+    }
+    auto mr = std::make_shared<MrState>();
+    mr->node = node;
+    mr->pd = st_;
+    mr->addr = start;
+    mr->length = length;
+    mr->access = access;
+    node->keys.Insert(mr);
+    ++st_->mrs;
+    return std::unique_ptr<Mr>(new SimMr(fabric_, mr, this));
+  }
+
+  absl::StatusOr<std::unique_ptr<Qp>> CreateQp(
+      const QpInitAttr& init) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
+    const DeviceAttr& dev = fabric_->profile().device;
+    if (init.qp_type != QpType::kRc && init.qp_type != QpType::kUc &&
+        init.qp_type != QpType::kUd) {
+      return Errno(EINVAL, "qp_type %d is not RC, UC or UD",
+                   static_cast<int>(init.qp_type));
+    }
+    auto* scq = dynamic_cast<SimCq*>(init.send_cq);
+    auto* rcq = dynamic_cast<SimCq*>(init.recv_cq);
+    if (scq == nullptr || rcq == nullptr) {
+      return Errno(EINVAL, "send_cq and recv_cq must be CQs of this provider");
+    }
+    if (scq->state()->dead || rcq->state()->dead) {
+      return Errno(EINVAL, "a CQ of the QP is destroyed");
+    }
+    if (scq->state()->context != st_->context ||
+        rcq->state()->context != st_->context) {
+      return Errno(EINVAL, "the CQs belong to another context than the PD");
+    }
+    const QpCap& c = init.cap;
+    if (c.max_send_wr > static_cast<uint32_t>(dev.max_qp_wr) ||
+        c.max_recv_wr > static_cast<uint32_t>(dev.max_qp_wr)) {
+      return Errno(EINVAL, "max_send_wr %u / max_recv_wr %u exceed max_qp_wr %d",
+                   c.max_send_wr, c.max_recv_wr, dev.max_qp_wr);
+    }
+    if (c.max_send_sge > static_cast<uint32_t>(dev.max_sge) ||
+        c.max_recv_sge > static_cast<uint32_t>(dev.max_sge)) {
+      return Errno(EINVAL, "max_send_sge %u / max_recv_sge %u exceed max_sge %d",
+                   c.max_send_sge, c.max_recv_sge, dev.max_sge);
+    }
+    if (c.max_inline_data > static_cast<uint32_t>(dev.max_inline_data)) {
+      return Errno(EINVAL, "max_inline_data %u exceeds the device's %d",
+                   c.max_inline_data, dev.max_inline_data);
+    }
+    Node* node = st_->context->node;
+    if (node->live_qps >= dev.max_qp) {
+      return Errno(ENOMEM, "max_qp %d reached", dev.max_qp);
+    }
+    auto qp = std::make_unique<QpCore>();
+    qp->node = node;
+    qp->qpn = node->next_qpn++;
+    qp->type = init.qp_type;
+    qp->pd = st_;
+    qp->send_cq = scq->state();
+    qp->recv_cq = rcq->state();
+    qp->cap = c;
+    qp->sq_sig_all = init.sq_sig_all;
+    qp->attr.port_num = 1;
+    node->qps[qp->qpn] = qp.get();
+    ++node->live_qps;
+    qp->send_cq->qps.insert(qp.get());
+    qp->recv_cq->qps.insert(qp.get());
+    ++st_->qps;
+    return std::unique_ptr<Qp>(
+        new SimQp(fabric_, std::move(qp), this, scq, rcq, init));
+  }
+
+  absl::StatusOr<std::unique_ptr<Ah>> CreateAh(const AhAttr& attr) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
+    if (attr.port_num != 1) {
+      return Errno(EINVAL, "ah port_num %d: the device has port 1 only",
+                   attr.port_num);
+    }
+    if (!attr.is_global) {
+      return Errno(EINVAL, "RoCE address handles need a GRH (is_global)");
+    }
+    if (attr.sgid_index != 0) {
+      return Errno(EINVAL, "sgid_index %d beyond the GID table of 1",
+                   attr.sgid_index);
+    }
+    if (fabric_->NodeByGid(attr.dgid) < 0) {
+      return Errno(EINVAL, "no route to dgid %s", GidToString(attr.dgid));
+    }
+    const DeviceAttr& dev = fabric_->profile().device;
+    if (st_->ahs >= dev.max_ah) return Errno(ENOMEM, "max_ah reached");
+    auto ah = std::make_shared<AhState>();
+    ah->pd = st_;
+    ah->attr = attr;
+    ++st_->ahs;
+    return std::unique_ptr<Ah>(new SimAh(fabric_, ah, this));
+  }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    --st_->context->pds;
+    --st_->context->node->live_pds;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<PdState> st_;
+  Context* context_;
+};
+
+class SimContext : public Context {
+ public:
+  SimContext(std::shared_ptr<Fabric> fabric, Node* node)
+      : fabric_(std::move(fabric)), st_(std::make_shared<ContextState>()) {
+    st_->node = node;
+    attr_ = fabric_->profile().device;
+    attr_.name = node->name;
+  }
+  ~SimContext() override {
+    Lock lock(fabric_->mu());
+    st_->dead = true;
+  }
+  absl::Status Destroy() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    if (st_->pds + st_->cqs + st_->channels > 0) {
+      return Errno(EBUSY, "context %s has %d PDs, %d CQs, %d channels open",
+                   attr_.name, st_->pds, st_->cqs, st_->channels);
+    }
+    st_->dead = true;
+    return absl::OkStatus();
+  }
+  const DeviceAttr& device_attr() const override { return attr_; }
+  absl::StatusOr<PortAttr> QueryPort(uint8_t port_num) const override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    if (port_num != 1) {
+      return Errno(EINVAL, "port %d: %s has port 1 only", port_num, attr_.name);
+    }
+    return fabric_->profile().port;
+  }
+  absl::StatusOr<Gid> QueryGid(uint8_t port_num, int index) const override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    if (port_num != 1) {
+      return Errno(EINVAL, "port %d: %s has port 1 only", port_num, attr_.name);
+    }
+    if (index != 0) {
+      return Errno(EINVAL, "gid index %d beyond the GID table of 1", index);
+    }
+    return st_->node->gid;
+  }
+  absl::StatusOr<std::unique_ptr<Pd>> AllocPd() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    Node* node = st_->node;
+    if (node->live_pds >= attr_.max_pd) {
+      return Errno(ENOMEM, "max_pd %d reached", attr_.max_pd);
+    }
+    auto pd = std::make_shared<PdState>();
+    pd->context = st_;
+    pd->id = node->next_id++;
+    ++st_->pds;
+    ++node->live_pds;
+    return std::unique_ptr<Pd>(new SimPd(fabric_, pd, this));
+  }
+  absl::StatusOr<std::unique_ptr<CompChannel>> CreateCompChannel() override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    auto ch = std::make_shared<ChannelState>();
+    ch->context = st_;
+    ++st_->channels;
+    return std::unique_ptr<CompChannel>(new SimChannel(fabric_, ch));
+  }
+  absl::StatusOr<std::unique_ptr<Cq>> CreateCq(int cqe,
+                                               CompChannel* channel) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    if (cqe < 1 || cqe > attr_.max_cqe) {
+      return Errno(EINVAL, "cqe %d outside [1, max_cqe %d]", cqe, attr_.max_cqe);
+    }
+    std::shared_ptr<ChannelState> ch;
+    if (channel != nullptr) {
+      auto* sim_channel = dynamic_cast<SimChannel*>(channel);
+      if (sim_channel == nullptr) {
+        return Errno(EINVAL, "completion channel of another provider");
+      }
+      ch = sim_channel->state();
+      if (ch->dead) return Errno(EINVAL, "completion channel is destroyed");
+      if (ch->context != st_) {
+        return Errno(EINVAL, "completion channel of another context");
+      }
+    }
+    Node* node = st_->node;
+    if (node->live_cqs >= attr_.max_cq) {
+      return Errno(ENOMEM, "max_cq %d reached", attr_.max_cq);
+    }
+    auto cq = std::make_shared<CqState>();
+    cq->context = st_;
+    cq->channel = ch;
+    cq->id = node->next_id++;
+    cq->cqe = cqe;
+    if (ch != nullptr) ++ch->cqs;
+    ++st_->cqs;
+    ++node->live_cqs;
+    return std::unique_ptr<Cq>(new SimCq(fabric_, cq, channel));
+  }
+  absl::StatusOr<AsyncEvent> GetAsyncEvent(absl::Duration timeout) override {
+    Lock lock(fabric_->mu());
+    if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
+    fabric_->DriveUntil(
+        lock, [this] { return !st_->async_events.empty(); }, timeout,
+        absl::Now() + timeout);
+    if (st_->async_events.empty()) {
+      return Errno(ETIMEDOUT, "no async event on %s within %s", attr_.name,
+                   absl::FormatDuration(timeout));
+    }
+    AsyncEvent ev = st_->async_events.front();
+    st_->async_events.pop_front();
+    return ev;
+  }
+
+ private:
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<ContextState> st_;
+  DeviceAttr attr_;
+};
+
+}  // namespace
+
+std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
+                                        int node_index) {
+  Node* node = fabric->node(node_index);
+  return std::make_unique<SimContext>(std::move(fabric), node);
+}
+
+bool GetSimQpStats(const Qp* qp, SimQpStats* out) {
+  const auto* sim_qp = dynamic_cast<const SimQp*>(qp);
+  if (sim_qp == nullptr) return false;
+  *out = sim_qp->Stats();
+  return true;
+}
+
+}  // namespace verbsim::sim

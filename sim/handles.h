@@ -1,0 +1,29 @@
+// The sim's implementations of the verbs object interfaces (core/verbs.h).
+// Each holds its internal state (sim/state.h) and the fabric, and takes the
+// fabric mutex once per call.
+#ifndef VERBSIM_SIM_HANDLES_H_
+#define VERBSIM_SIM_HANDLES_H_
+
+#include <memory>
+
+#include "core/verbs.h"
+#include "sim/fabric.h"
+#include "sim/state.h"
+
+namespace verbsim::sim {
+
+// Opens device `node_index` of `fabric` as a verbs context.
+std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
+                                        int node_index);
+
+// Counters of a sim QP that tests may read (null for a QP of another
+// provider).
+struct SimQpStats {
+  uint64_t packets_dropped = 0;
+  uint64_t retransmissions = 0;
+};
+bool GetSimQpStats(const Qp* qp, SimQpStats* out);
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_HANDLES_H_

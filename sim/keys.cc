@@ -1,0 +1,82 @@
+#include "sim/keys.h"
+
+namespace verbsim::sim {
+namespace {
+
+// key = slot << 12 | (generation mod 2^11) << 1 | remote bit. Slot 0 is never
+// used, so no key is 0.
+constexpr int kGenBits = 11;
+uint32_t MakeKey(uint32_t slot, uint32_t generation, KeyKind kind) {
+  return (slot << 12) | ((generation & ((1u << kGenBits) - 1)) << 1) |
+         (kind == KeyKind::kRemote ? 1u : 0u);
+}
+
+}  // namespace
+
+absl::string_view AccessResultName(AccessResult r) {
+  switch (r) {
+    case AccessResult::kOk: return "ok";
+    case AccessResult::kBadKey: return "no live MR has this key";
+    case AccessResult::kPdMismatch: return "MR of another PD";
+    case AccessResult::kOutOfBounds: return "range outside the MR";
+    case AccessResult::kAccessDenied: return "MR lacks the access flag";
+  }
+  return "?";
+}
+
+void KeyTable::Insert(const std::shared_ptr<MrState>& mr) {
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.front();
+    free_.pop_front();
+  } else {
+    if (slots_.empty()) slots_.emplace_back();  // slot 0 unused
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  s.mr = mr;
+  mr->slot = slot;
+  mr->lkey = MakeKey(slot, s.generation, KeyKind::kLocal);
+  mr->rkey = MakeKey(slot, s.generation, KeyKind::kRemote);
+  ++live_;
+}
+
+void KeyTable::Remove(const MrState& mr) {
+  if (mr.slot == 0 || mr.slot >= slots_.size()) return;
+  Slot& s = slots_[mr.slot];
+  if (s.mr.get() != &mr) return;
+  s.mr.reset();
+  ++s.generation;
+  free_.push_back(mr.slot);
+  --live_;
+}
+
+MrState* KeyTable::Lookup(uint32_t key, KeyKind kind) const {
+  uint32_t slot = key >> 12;
+  if (slot == 0 || slot >= slots_.size()) return nullptr;
+  const Slot& s = slots_[slot];
+  if (s.mr == nullptr || MakeKey(slot, s.generation, kind) != key) {
+    return nullptr;
+  }
+  return s.mr.get();
+}
+
+AccessResult CheckAccess(const KeyTable& keys, uint32_t key, KeyKind kind,
+                         const PdState* pd, uint64_t addr, uint64_t length,
+                         uint32_t required, MrState** mr_out) {
+  MrState* mr = keys.Lookup(key, kind);
+  if (mr == nullptr || mr->dead) return AccessResult::kBadKey;
+  if (mr->pd.get() != pd) return AccessResult::kPdMismatch;
+  // [addr, addr + length) inside [mr->addr, mr->addr + mr->length), computed
+  // without overflow.
+  if (addr < mr->addr || length > mr->length ||
+      addr - mr->addr > mr->length - length) {
+    return AccessResult::kOutOfBounds;
+  }
+  if ((mr->access & required) != required) return AccessResult::kAccessDenied;
+  if (mr_out != nullptr) *mr_out = mr;
+  return AccessResult::kOk;
+}
+
+}  // namespace verbsim::sim

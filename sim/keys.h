@@ -1,0 +1,60 @@
+// Memory keys and the one access check every caller uses.
+//
+// A key names a slot in the node's key table and carries the slot's
+// generation, so a key of a deregistered MR is rejected even once the slot is
+// reused. lkey and rkey differ in their low bit: an rkey presented as an lkey
+// (or the reverse) does not match.
+#ifndef VERBSIM_SIM_KEYS_H_
+#define VERBSIM_SIM_KEYS_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "sim/state.h"
+
+namespace verbsim::sim {
+
+enum class KeyKind { kLocal, kRemote };
+
+enum class AccessResult {
+  kOk,
+  kBadKey,        // no live MR has this key
+  kPdMismatch,    // the MR belongs to another PD than the QP's
+  kOutOfBounds,   // the range leaves the MR (or wraps)
+  kAccessDenied,  // the MR lacks an access flag the operation needs
+};
+absl::string_view AccessResultName(AccessResult r);
+
+class KeyTable {
+ public:
+  // Allocates a slot for `mr` and sets its lkey and rkey.
+  void Insert(const std::shared_ptr<MrState>& mr);
+  // Frees the slot; its keys are dead from now on.
+  void Remove(const MrState& mr);
+  // The live MR a key names, or null.
+  MrState* Lookup(uint32_t key, KeyKind kind) const;
+  size_t live() const { return live_; }
+
+ private:
+  struct Slot {
+    uint32_t generation = 0;
+    std::shared_ptr<MrState> mr;
+  };
+  std::vector<Slot> slots_;
+  std::deque<uint32_t> free_;  // FIFO reuse keeps generations apart
+  size_t live_ = 0;
+};
+
+// The access check (IBA 10.6.3 / C10-xx protection rules): `key` must name a
+// live MR of `pd` whose range holds [addr, addr + length) and whose access
+// flags include every bit of `required`.
+AccessResult CheckAccess(const KeyTable& keys, uint32_t key, KeyKind kind,
+                         const PdState* pd, uint64_t addr, uint64_t length,
+                         uint32_t required, MrState** mr_out = nullptr);
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_KEYS_H_

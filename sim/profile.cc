@@ -1,0 +1,72 @@
+#include "sim/profile.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_join.h"
+#include "core/errors.h"
+
+namespace verbsim::sim {
+namespace {
+
+// Device limits as kernel rxe reports them (semantics.md section 9).
+DeviceAttr RxeLikeDevice() {
+  DeviceAttr d;
+  d.max_mr_size = UINT64_MAX;
+  d.page_size_cap = 0xfffff000;
+  d.vendor_id = 0xffffff;
+  d.vendor_part_id = 0;
+  d.max_qp = 1048560;
+  d.max_qp_wr = 1048576;
+  d.max_sge = 32;
+  d.max_sge_rd = 32;
+  d.max_cq = 1048576;
+  d.max_cqe = 32767;
+  d.max_mr = 524287;
+  d.max_pd = 1048576;
+  d.max_qp_rd_atom = 128;
+  d.max_qp_init_rd_atom = 128;
+  d.max_inline_data = 256;
+  d.max_mw = 524287;
+  d.max_ah = 32767;
+  d.max_srq = 917503;
+  d.max_srq_wr = 1048576;
+  d.max_srq_sge = 27;
+  d.max_pkeys = 64;
+  d.atomic_cap = AtomicCap::kHca;
+  d.phys_port_cnt = 1;
+  return d;
+}
+
+PortAttr JumboPort() {
+  PortAttr p;
+  // The simulated link carries 4096-byte payloads (a jumbo-frame link), so
+  // every path MTU can be exercised.
+  p.max_mtu = Mtu::k4096;
+  p.active_mtu = Mtu::k4096;
+  p.gid_tbl_len = 1;
+  p.pkey_tbl_len = 1;
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
+  SimProfile p;
+  p.device = RxeLikeDevice();
+  p.port = JumboPort();
+  if (name.empty() || name == "ibta") {
+    p.name = "ibta";
+    return p;
+  }
+  if (name == "rxe") {
+    p.name = "rxe";
+    p.recv_access_status = WcStatus::kLocQpOpErr;
+    return p;
+  }
+  return Errno(ENOENT, "no sim profile named '%s' (known: %s)", name,
+               absl::StrJoin(ProfileNames(), ", "));
+}
+
+std::vector<std::string> ProfileNames() { return {"ibta", "rxe"}; }
+
+}  // namespace verbsim::sim

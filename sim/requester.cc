@@ -1,0 +1,224 @@
+// The requester: turns send WQEs into request packets with PSNs, in post
+// order, honouring the initiator depth (max_rd_atomic), IBV_SEND_FENCE and
+// the fence of local invalidate (semantics.md section 4, IBA 10.8.3).
+#include <algorithm>
+
+#include "sim/fabric.h"
+#include "sim/sg.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+bool IsRdAtomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
+         op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+// PSNs a WQE consumes: one per packet, for a read one per response packet
+// (IBA 9.7.1.1).
+uint32_t NumPsn(const QpCore& qp, const SendWqe& w) {
+  if (w.opcode == WrOpcode::kAtomicCmpAndSwp ||
+      w.opcode == WrOpcode::kAtomicFetchAndAdd) {
+    return 1;
+  }
+  const uint64_t mtu = PathMtuBytes(qp);
+  return static_cast<uint32_t>(std::max<uint64_t>(1, (w.length + mtu - 1) / mtu));
+}
+
+// Checks the local SGEs and gathers the payload; false (with w.status set)
+// when a local protection check fails (ibv_post_send(3): the lkey is checked
+// when the WR is processed, not when it is posted).
+bool PrepareWqe(QpCore& qp, SendWqe& w) {
+  const KeyTable& keys = qp.node->keys;
+  switch (w.opcode) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      if (w.is_inline) return true;  // copied at post; lkey not checked
+      if (CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length, 0) !=
+          AccessResult::kOk) {
+        w.status = qp.node->fabric->profile().bad_lkey_status;
+        return false;
+      }
+      w.data = GatherFrom(w.sges);
+      return true;
+    case WrOpcode::kRdmaRead:
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd:
+      // The response is written into local memory: LOCAL_WRITE needed.
+      if (CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length,
+                        kAccessLocalWrite) != AccessResult::kOk) {
+        w.status = qp.node->fabric->profile().bad_lkey_status;
+        return false;
+      }
+      return true;
+    case WrOpcode::kLocalInv:
+    case WrOpcode::kBindMw:
+      return true;
+  }
+  return true;
+}
+
+RcOp SendOpcode(const SendWqe& w, uint32_t index, uint32_t count) {
+  const bool imm = w.opcode == WrOpcode::kSendWithImm;
+  const bool inv = w.opcode == WrOpcode::kSendWithInv;
+  if (count == 1) {
+    return imm ? RcOp::kSendOnlyImm : inv ? RcOp::kSendOnlyInv : RcOp::kSendOnly;
+  }
+  if (index == 0) return RcOp::kSendFirst;
+  if (index + 1 < count) return RcOp::kSendMiddle;
+  return imm ? RcOp::kSendLastImm : inv ? RcOp::kSendLastInv : RcOp::kSendLast;
+}
+
+RcOp WriteOpcode(const SendWqe& w, uint32_t index, uint32_t count) {
+  const bool imm = w.opcode == WrOpcode::kRdmaWriteWithImm;
+  if (count == 1) return imm ? RcOp::kWriteOnlyImm : RcOp::kWriteOnly;
+  if (index == 0) return RcOp::kWriteFirst;
+  if (index + 1 < count) return RcOp::kWriteMiddle;
+  return imm ? RcOp::kWriteLastImm : RcOp::kWriteLast;
+}
+
+// Sends the packets of `w` from PSN `from` on.
+void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from) {
+  const uint32_t mtu = PathMtuBytes(qp);
+  const uint32_t skip = static_cast<uint32_t>(PsnDiff(from, w.first_psn));
+  switch (w.opcode) {
+    case WrOpcode::kRdmaRead: {
+      // A retried read asks only for what has not arrived (IBA 9.7.5.1.2).
+      const uint64_t offset = static_cast<uint64_t>(skip) * mtu;
+      Packet p;
+      p.opcode = RcOp::kReadRequest;
+      p.psn = from;
+      p.ack_req = true;
+      p.va = w.remote_addr + offset;
+      p.rkey = w.rkey;
+      p.dma_len = static_cast<uint32_t>(w.length - std::min(offset, w.length));
+      TransmitFrom(qp, std::move(p));
+      return;
+    }
+    case WrOpcode::kAtomicCmpAndSwp:
+    case WrOpcode::kAtomicFetchAndAdd: {
+      Packet p;
+      p.opcode = w.opcode == WrOpcode::kAtomicCmpAndSwp ? RcOp::kCompareSwap
+                                                        : RcOp::kFetchAdd;
+      p.psn = from;
+      p.ack_req = true;
+      p.va = w.remote_addr;
+      p.rkey = w.rkey;
+      p.dma_len = 8;
+      p.compare = w.compare_add;
+      p.swap_add = w.opcode == WrOpcode::kAtomicCmpAndSwp ? w.swap
+                                                          : w.compare_add;
+      TransmitFrom(qp, std::move(p));
+      return;
+    }
+    default:
+      break;
+  }
+  const bool is_write = w.opcode == WrOpcode::kRdmaWrite ||
+                        w.opcode == WrOpcode::kRdmaWriteWithImm;
+  for (uint32_t i = skip; i < w.num_psn; ++i) {
+    Packet p;
+    p.opcode = is_write ? WriteOpcode(w, i, w.num_psn)
+                        : SendOpcode(w, i, w.num_psn);
+    p.psn = PsnAdd(w.first_psn, i);
+    const bool last = i + 1 == w.num_psn;
+    p.ack_req = last;
+    p.solicited = last && (w.flags & kSendSolicited) != 0;
+    if (is_write && i == 0) {
+      p.va = w.remote_addr;
+      p.rkey = w.rkey;
+      p.dma_len = static_cast<uint32_t>(w.length);
+    }
+    if (last) p.imm = w.opcode == WrOpcode::kSendWithInv ? w.invalidate_rkey
+                                                         : w.imm;
+    const uint64_t begin = static_cast<uint64_t>(i) * mtu;
+    const uint64_t end = std::min<uint64_t>(w.length, begin + mtu);
+    if (end > begin) {
+      p.payload.assign(w.data.begin() + begin, w.data.begin() + end);
+    }
+    TransmitFrom(qp, std::move(p));
+  }
+}
+
+// LOCAL_INV (IBA 10.6.5.1). Memory windows and fast-registered MRs, the
+// objects local invalidate is for, arrive with the memory-window work; an MR
+// from ibv_reg_mr cannot be invalidated, so naming one fails.
+WcStatus ExecuteLocalInvalidate(QpCore& qp, const SendWqe& w) {
+  (void)qp;
+  (void)w;
+  return WcStatus::kLocQpOpErr;
+}
+
+}  // namespace
+
+void RequesterRun(QpCore& qp) {
+  if (qp.state != verbsim::QpState::kRts || qp.req_halted || qp.rnr_waiting) {
+    return;
+  }
+  const int depth = std::max<int>(1, qp.attr.max_rd_atomic);
+  bool sent = false;
+  while (qp.req_next < qp.sq.size()) {
+    SendWqe& w = qp.sq[qp.req_next];
+    if (w.phase == SendWqe::Phase::kDone) {
+      ++qp.req_next;
+      continue;
+    }
+    if (w.phase == SendWqe::Phase::kPosted) {
+      if (IsRdAtomic(w.opcode) && qp.rd_atomic_in_flight >= depth) break;
+      if ((w.flags & kSendFence) && qp.rd_atomic_in_flight > 0) break;
+      if (w.opcode == WrOpcode::kLocalInv && qp.req_next != 0) break;
+      if (!PrepareWqe(qp, w)) {
+        w.phase = SendWqe::Phase::kDone;
+        qp.req_halted = true;
+        ++qp.req_next;
+        CompleterRun(qp);
+        return;
+      }
+      if (w.opcode == WrOpcode::kLocalInv || w.opcode == WrOpcode::kBindMw) {
+        w.status = ExecuteLocalInvalidate(qp, w);
+        w.num_psn = 0;
+        w.phase = SendWqe::Phase::kDone;
+        if (w.status != WcStatus::kSuccess) qp.req_halted = true;
+        ++qp.req_next;
+        CompleterRun(qp);
+        return;
+      }
+      w.first_psn = qp.req_psn;
+      w.num_psn = NumPsn(qp, w);
+      w.phase = SendWqe::Phase::kInFlight;
+      if (IsRdAtomic(w.opcode)) {
+        ++qp.rd_atomic_in_flight;
+        w.holds_rd_atomic = true;
+      }
+      SendPackets(qp, w, w.first_psn);
+    } else {
+      // In flight already: a retransmission after RequesterRewind.
+      ++qp.retransmissions;
+      SendPackets(qp, w, qp.req_psn);
+    }
+    qp.req_psn = PsnAdd(w.first_psn, w.num_psn);
+    ++qp.req_next;
+    sent = true;
+  }
+  if (sent) ArmRetryTimer(qp);
+}
+
+void RequesterRewind(QpCore& qp, uint32_t psn) {
+  for (size_t i = 0; i < qp.sq.size(); ++i) {
+    const SendWqe& w = qp.sq[i];
+    if (w.phase != SendWqe::Phase::kInFlight) continue;
+    const int32_t d = PsnDiff(psn, w.first_psn);
+    if (d < static_cast<int32_t>(w.num_psn)) {
+      qp.req_next = i;
+      qp.req_psn = d >= 0 ? psn : w.first_psn;
+      RequesterRun(qp);
+      return;
+    }
+  }
+}
+
+}  // namespace verbsim::sim

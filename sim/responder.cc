@@ -1,0 +1,355 @@
+// The responder: executes request packets of an RC QP in PSN order against
+// local memory and answers with ACK, NAK, read responses or atomic ACKs
+// (IBA 9.7.4, 9.7.5; kernel rxe rxe_resp.c is the model). Every memory check
+// goes through CheckAccess (sim/keys.h).
+#include <algorithm>
+#include <cstring>
+
+#include "sim/fabric.h"
+#include "sim/sg.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
+  Packet p;
+  p.opcode = RcOp::kAcknowledge;
+  p.psn = psn;
+  p.syndrome = syndrome;
+  p.msn = qp.msn;
+  TransmitFrom(qp, std::move(p));
+}
+
+// A NAK that ends the connection (IBA 9.9.3: responder class B/C/D errors):
+// the responder QP goes to ERR too.
+void FatalNak(QpCore& qp, uint32_t psn, NakCode code) {
+  SendAck(qp, psn, NakSyndrome(code));
+  EnterError(qp);
+}
+
+NakCode NakFor(WcStatus requester_status) {
+  switch (requester_status) {
+    case WcStatus::kRemAccessErr: return NakCode::kRemoteAccessError;
+    case WcStatus::kRemOpErr: return NakCode::kRemoteOperationalError;
+    default: return NakCode::kInvalidRequest;
+  }
+}
+
+void SendRnrNak(QpCore& qp, uint32_t psn) {
+  SendAck(qp, psn, RnrNakSyndrome(qp.attr.min_rnr_timer));
+  // Later packets of the burst are dropped silently until the retry
+  // (IBA 9.7.5.2.8).
+  qp.nak_sent = true;
+}
+
+void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
+                  WcOpcode opcode, uint64_t byte_len, const Packet& p) {
+  WorkCompletion wc;
+  wc.wr_id = r.wr_id;
+  wc.status = status;
+  wc.opcode = opcode;
+  wc.qp_num = qp.qpn;
+  if (status == WcStatus::kSuccess) {
+    wc.byte_len = static_cast<uint32_t>(byte_len);
+    wc.src_qp = p.src_qpn;
+    if (HasImmediate(p.opcode)) {
+      wc.wc_flags |= kWcWithImm;
+      wc.imm_data = p.imm;
+    }
+    if (HasInvalidate(p.opcode)) {
+      wc.wc_flags |= kWcWithInv;
+      wc.invalidated_rkey = p.imm;
+    }
+  }
+  PushCompletion(*qp.recv_cq, wc, p.solicited);
+}
+
+bool Remote(const QpCore& qp, uint32_t flag) {
+  return (qp.attr.qp_access_flags & flag) != 0;
+}
+
+// The rkey check of an RDMA read, write or atomic; zero-length operations
+// may skip it (semantics.md section 2, a profile matter).
+bool RkeyOk(const QpCore& qp, const Packet& p, uint64_t len,
+            uint32_t required) {
+  if (len == 0 && qp.node->fabric->profile().zero_length_skips_rkey_check) {
+    return true;
+  }
+  return CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote, qp.pd.get(),
+                     p.va, len, required) == AccessResult::kOk;
+}
+
+void ExecuteSend(QpCore& qp, const Packet& p) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  if (IsFirstOrOnly(p.opcode)) {
+    if (qp.rq.empty()) {
+      SendRnrNak(qp, p.psn);
+      return;
+    }
+    qp.cur_recv = std::move(qp.rq.front());
+    qp.rq.pop_front();
+    qp.recv_offset = 0;
+    qp.in_send = true;
+  }
+  const uint64_t len = p.payload.size();
+  if (qp.recv_offset + len > qp.cur_recv.capacity) {
+    // Receive buffer too small: LOC_LEN_ERR here, NAK invalid request.
+    qp.in_send = false;
+    CompleteRecv(qp, qp.cur_recv, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, p);
+    FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+    return;
+  }
+  if (len > 0 && CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges,
+                               qp.recv_offset, len, kAccessLocalWrite) !=
+                     AccessResult::kOk) {
+    // The receive buffer fails its local check: the receiver completes with
+    // a local error, the sender gets NAK remote operational error.
+    qp.in_send = false;
+    CompleteRecv(qp, qp.cur_recv, profile.recv_access_status, WcOpcode::kRecv,
+                 0, p);
+    FatalNak(qp, p.psn, NakCode::kRemoteOperationalError);
+    return;
+  }
+  ScatterTo(qp.cur_recv.sges, qp.recv_offset, p.payload.data(), len);
+  qp.recv_offset += len;
+  qp.epsn = PsnAdd(qp.epsn, 1);
+  if (IsLastOrOnly(p.opcode)) {
+    qp.in_send = false;
+    if (HasInvalidate(p.opcode)) {
+      // Memory windows and fast-registered MRs, what send with invalidate is
+      // for, arrive with the memory-window work; an rkey of an MR from
+      // ibv_reg_mr cannot be invalidated: the request is invalid.
+      CompleteRecv(qp, qp.cur_recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
+                   0, p);
+      FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
+      return;
+    }
+    ++qp.msn;
+    CompleteRecv(qp, qp.cur_recv, WcStatus::kSuccess, WcOpcode::kRecv,
+                 qp.recv_offset, p);
+    SendAck(qp, p.psn, AckSyndrome());
+  }
+}
+
+void ExecuteWrite(QpCore& qp, const Packet& p) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  // An immediate needs a receive WQE; without one, RNR before anything else.
+  if (HasImmediate(p.opcode) && qp.rq.empty()) {
+    SendRnrNak(qp, p.psn);
+    return;
+  }
+  if (IsFirstOrOnly(p.opcode)) {
+    if (!Remote(qp, kAccessRemoteWrite)) {
+      FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
+      return;
+    }
+    if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteWrite)) {
+      FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
+      return;
+    }
+    qp.in_write = true;
+    qp.write_va = p.va;
+    qp.write_left = p.dma_len;
+    qp.write_len = p.dma_len;
+  }
+  const uint64_t len = p.payload.size();
+  if (len > qp.write_left) {
+    FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+    return;
+  }
+  if (len > 0) {
+    std::memcpy(reinterpret_cast<void*>(qp.write_va), p.payload.data(), len);
+  }
+  qp.write_va += len;
+  qp.write_left -= len;
+  qp.epsn = PsnAdd(qp.epsn, 1);
+  if (IsLastOrOnly(p.opcode)) {
+    qp.in_write = false;
+    if (qp.write_left != 0) {
+      FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+      return;
+    }
+    ++qp.msn;
+    if (HasImmediate(p.opcode)) {
+      RecvWqe r = std::move(qp.rq.front());
+      qp.rq.pop_front();
+      CompleteRecv(qp, r, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                   qp.write_len, p);
+    }
+    SendAck(qp, p.psn, AckSyndrome());
+  }
+}
+
+void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len) {
+  const uint64_t mtu = PathMtuBytes(qp);
+  const uint32_t n =
+      static_cast<uint32_t>(std::max<uint64_t>(1, (len + mtu - 1) / mtu));
+  for (uint32_t i = 0; i < n; ++i) {
+    Packet r;
+    if (n == 1) {
+      r.opcode = RcOp::kReadResponseOnly;
+    } else if (i == 0) {
+      r.opcode = RcOp::kReadResponseFirst;
+    } else if (i + 1 < n) {
+      r.opcode = RcOp::kReadResponseMiddle;
+    } else {
+      r.opcode = RcOp::kReadResponseLast;
+    }
+    r.psn = PsnAdd(psn, i);
+    r.syndrome = AckSyndrome();
+    r.msn = qp.msn;
+    const uint64_t begin = i * mtu;
+    const uint64_t end = std::min(len, begin + mtu);
+    if (end > begin) {
+      const auto* src = reinterpret_cast<const uint8_t*>(va + begin);
+      r.payload.assign(src, src + (end - begin));
+    }
+    TransmitFrom(qp, std::move(r));
+  }
+}
+
+void KeepResource(QpCore& qp, const RdAtomicResource& res) {
+  qp.resources.push_back(res);
+  const size_t cap = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
+  while (qp.resources.size() > cap) qp.resources.pop_front();
+}
+
+void ExecuteRead(QpCore& qp, const Packet& p) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  if (!Remote(qp, kAccessRemoteRead)) {
+    FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
+    return;
+  }
+  if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteRead)) {
+    FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
+    return;
+  }
+  const uint64_t mtu = PathMtuBytes(qp);
+  const uint32_t n = static_cast<uint32_t>(
+      std::max<uint64_t>(1, (uint64_t{p.dma_len} + mtu - 1) / mtu));
+  KeepResource(qp, RdAtomicResource{p.psn, false, 0});
+  qp.epsn = PsnAdd(p.psn, n);
+  ++qp.msn;
+  SendReadResponses(qp, p.psn, p.va, p.dma_len);
+}
+
+void ExecuteAtomic(QpCore& qp, const Packet& p) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  if (!Remote(qp, kAccessRemoteAtomic) ||
+      profile.device.atomic_cap == AtomicCap::kNone) {
+    FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
+    return;
+  }
+  // The target must be 8-byte aligned (IBA 9.4.5: otherwise invalid request).
+  if (p.va % 8 != 0) {
+    FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+    return;
+  }
+  if (!RkeyOk(qp, p, 8, kAccessRemoteAtomic)) {
+    FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
+    return;
+  }
+  auto* target = reinterpret_cast<uint64_t*>(p.va);
+  uint64_t orig;
+  std::memcpy(&orig, target, 8);
+  uint64_t result = p.opcode == RcOp::kCompareSwap
+                        ? (orig == p.compare ? p.swap_add : orig)
+                        : orig + p.swap_add;
+  std::memcpy(target, &result, 8);
+  KeepResource(qp, RdAtomicResource{p.psn, true, orig});
+  qp.epsn = PsnAdd(qp.epsn, 1);
+  ++qp.msn;
+  Packet ack;
+  ack.opcode = RcOp::kAtomicAcknowledge;
+  ack.psn = p.psn;
+  ack.syndrome = AckSyndrome();
+  ack.msn = qp.msn;
+  ack.atomic_orig = orig;
+  TransmitFrom(qp, std::move(ack));
+}
+
+// A request with a PSN already executed (IBA 9.7.5.1.1): sends and writes are
+// acknowledged again, reads are executed again, atomics answered from the
+// saved result and never applied twice.
+void HandleDuplicate(QpCore& qp, const Packet& p) {
+  if (IsSend(p.opcode) || IsWrite(p.opcode)) {
+    SendAck(qp, PsnAdd(qp.epsn, kPsnMask), AckSyndrome());
+    return;
+  }
+  if (p.opcode == RcOp::kReadRequest) {
+    if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteRead)) return;
+    SendReadResponses(qp, p.psn, p.va, p.dma_len);
+    return;
+  }
+  for (const RdAtomicResource& res : qp.resources) {
+    if (res.is_atomic && res.psn == p.psn) {
+      Packet ack;
+      ack.opcode = RcOp::kAtomicAcknowledge;
+      ack.psn = p.psn;
+      ack.syndrome = AckSyndrome();
+      ack.msn = qp.msn;
+      ack.atomic_orig = res.atomic_orig;
+      TransmitFrom(qp, std::move(ack));
+      return;
+    }
+  }
+}
+
+bool IsMiddleOrLast(RcOp op) { return IsRequest(op) && !IsFirstOrOnly(op); }
+
+}  // namespace
+
+void ResponderReceive(QpCore& qp, Packet& p) {
+  const auto s = qp.state;
+  if (qp.type != QpType::kRc ||
+      !(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
+        s == verbsim::QpState::kSqd)) {
+    ++qp.packets_dropped;
+    return;
+  }
+  if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
+    ++qp.packets_dropped;
+    return;
+  }
+  const int32_t d = PsnDiff(p.psn, qp.epsn);
+  if (d > 0) {
+    // A packet is missing: one sequence NAK, then silence until the gap is
+    // filled (IBA 9.7.5.2.2).
+    if (!qp.nak_sent) {
+      SendAck(qp, qp.epsn, NakSyndrome(NakCode::kPsnSequenceError));
+      qp.nak_sent = true;
+    }
+    ++qp.packets_dropped;
+    return;
+  }
+  if (d < 0) {
+    HandleDuplicate(qp, p);
+    return;
+  }
+  qp.nak_sent = false;
+  // Opcode sequence (IBA 9.8.3.1): a multi-packet message continues with its
+  // own MIDDLE/LAST packets and nothing else.
+  const bool continues_send = IsSend(p.opcode) && IsMiddleOrLast(p.opcode);
+  const bool continues_write = IsWrite(p.opcode) && IsMiddleOrLast(p.opcode);
+  if (qp.in_send != continues_send || qp.in_write != continues_write) {
+    if (qp.in_send) {
+      qp.in_send = false;
+      CompleteRecv(qp, qp.cur_recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
+                   0, p);
+    }
+    FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+    return;
+  }
+  if (IsSend(p.opcode)) {
+    ExecuteSend(qp, p);
+  } else if (IsWrite(p.opcode)) {
+    ExecuteWrite(qp, p);
+  } else if (p.opcode == RcOp::kReadRequest) {
+    ExecuteRead(qp, p);
+  } else if (IsAtomicRequest(p.opcode)) {
+    ExecuteAtomic(qp, p);
+  }
+}
+
+}  // namespace verbsim::sim

@@ -1,0 +1,302 @@
+#include "sim/sim_provider.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "core/errors.h"
+#include "sim/handles.h"
+
+namespace verbsim::sim {
+
+// A connection request from Connect() waiting for Accept().
+struct ConnRequest {
+  EndpointAttr attr;
+  Qp* client_qp = nullptr;
+  Gid client_gid{};
+  bool client_alive = true;
+  bool established = false;
+  bool rejected = false;
+};
+
+struct ListenerState {
+  std::string address;
+  int device = 0;
+  EndpointAttr attr;
+  std::deque<std::shared_ptr<ConnRequest>> pending;
+};
+
+// The rdma_cm of the sim: connection setup is in-process, so the REQ/REP/RTU
+// exchange is the listener bringing both QPs to RTS in Accept().
+struct SimProvider::CmState {
+  std::mutex mu;  // taken before the fabric mutex, never after
+  std::condition_variable cv;
+  std::map<std::string, std::shared_ptr<ListenerState>> listeners;
+  int next_port = 1;
+};
+
+namespace {
+
+class SimConnection : public Endpoint::Connection {
+ public:
+  SimConnection(std::shared_ptr<SimProvider::CmState> cm,
+                std::shared_ptr<ConnRequest> request)
+      : cm_(std::move(cm)), request_(std::move(request)) {}
+  ~SimConnection() override {
+    std::lock_guard<std::mutex> lock(cm_->mu);
+    request_->client_alive = false;
+  }
+  absl::Status WaitEstablished(absl::Duration timeout) override {
+    std::unique_lock<std::mutex> lock(cm_->mu);
+    cm_->cv.wait_until(lock, absl::ToChronoTime(absl::Now() + timeout), [&] {
+      return request_->established || request_->rejected;
+    });
+    if (request_->established) return absl::OkStatus();
+    if (request_->rejected) {
+      return Errno(ECONNREFUSED, "the listener went away before accepting");
+    }
+    return Errno(ETIMEDOUT, "not accepted within %s",
+                 absl::FormatDuration(timeout));
+  }
+
+ private:
+  std::shared_ptr<SimProvider::CmState> cm_;
+  std::shared_ptr<ConnRequest> request_;
+};
+
+class SimListener : public Listener {
+ public:
+  SimListener(std::shared_ptr<SimProvider::CmState> cm,
+              std::shared_ptr<Fabric> fabric,
+              std::shared_ptr<ListenerState> st)
+      : cm_(std::move(cm)), fabric_(std::move(fabric)), st_(std::move(st)) {}
+  ~SimListener() override {
+    std::lock_guard<std::mutex> lock(cm_->mu);
+    cm_->listeners.erase(st_->address);
+    for (auto& r : st_->pending) r->rejected = true;
+    st_->pending.clear();
+    cm_->cv.notify_all();
+  }
+  std::string address() const override { return st_->address; }
+
+  absl::StatusOr<std::unique_ptr<Endpoint>> Accept(
+      absl::Duration timeout) override {
+    std::unique_lock<std::mutex> lock(cm_->mu);
+    const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
+    while (true) {
+      if (!cm_->cv.wait_until(lock, deadline,
+                              [&] { return !st_->pending.empty(); })) {
+        return Errno(ETIMEDOUT, "no connection request on %s within %s",
+                     st_->address, absl::FormatDuration(timeout));
+      }
+      std::shared_ptr<ConnRequest> req = st_->pending.front();
+      st_->pending.pop_front();
+      if (!req->client_alive) continue;  // the connecting side went away
+      absl::StatusOr<std::unique_ptr<Endpoint>> server =
+          Endpoint::Create(OpenSimContext(fabric_, st_->device), st_->attr);
+      if (!server.ok()) {
+        req->rejected = true;
+        cm_->cv.notify_all();
+        return server.status();
+      }
+      Qp* sqp = (*server)->qp();
+      Qp* cqp = req->client_qp;
+      auto server_gid = (*server)->context()->QueryGid(1, 0);
+      if (!server_gid.ok()) return server_gid.status();
+      // Both sides to RTS; each side's rq_psn is the other's sq_psn.
+      absl::Status s = ModifyQpToInit(sqp, st_->attr);
+      if (s.ok()) {
+        s = ModifyQpToRtr(sqp, st_->attr, cqp->qp_num(), req->client_gid,
+                          req->attr.sq_psn);
+      }
+      if (s.ok()) s = ModifyQpToRts(sqp, st_->attr, st_->attr.sq_psn);
+      if (s.ok()) {
+        s = ModifyQpToRtr(cqp, req->attr, sqp->qp_num(), *server_gid,
+                          st_->attr.sq_psn);
+      }
+      if (s.ok()) s = ModifyQpToRts(cqp, req->attr, req->attr.sq_psn);
+      if (!s.ok()) {
+        req->rejected = true;
+        cm_->cv.notify_all();
+        return s;
+      }
+      req->established = true;
+      cm_->cv.notify_all();
+      auto server_side = std::make_shared<ConnRequest>();
+      server_side->established = true;
+      (*server)->set_connection(
+          std::make_unique<SimConnection>(cm_, server_side));
+      return server;
+    }
+  }
+
+ private:
+  std::shared_ptr<SimProvider::CmState> cm_;
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<ListenerState> st_;
+};
+
+// "<device>:<port>".
+absl::Status SplitAddress(absl::string_view address, absl::string_view* device,
+                          int* port) {
+  std::vector<absl::string_view> parts = absl::StrSplit(address, ':');
+  if (parts.size() != 2 || parts[0].empty() ||
+      !absl::SimpleAtoi(parts[1], port) || *port < 0 || *port > 65535) {
+    return Errno(EINVAL, "address '%s' is not <device>:<port>", address);
+  }
+  *device = parts[0];
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
+    absl::string_view options) {
+  FabricOptions fo;
+  std::string profile_name;
+  for (absl::string_view part : absl::StrSplit(options, ',', absl::SkipEmpty())) {
+    if (absl::StartsWith(part, "nodes=")) {
+      if (!absl::SimpleAtoi(part.substr(6), &fo.nodes) || fo.nodes < 1 ||
+          fo.nodes > 4096) {
+        return Errno(EINVAL, "sim option '%s': nodes must be 1..4096", part);
+      }
+    } else if (absl::StartsWith(part, "seed=")) {
+      if (!absl::SimpleAtoi(part.substr(5), &fo.seed)) {
+        return Errno(EINVAL, "sim option '%s': seed must be a number", part);
+      }
+    } else if (part.find('=') == absl::string_view::npos &&
+               profile_name.empty()) {
+      profile_name = std::string(part);
+    } else {
+      return Errno(EINVAL,
+                   "sim option '%s' unknown (want <profile>, nodes=N, seed=S)",
+                   part);
+    }
+  }
+  absl::StatusOr<SimProfile> profile = ProfileByName(profile_name);
+  if (!profile.ok()) return profile.status();
+  fo.profile = *std::move(profile);
+  auto provider = std::make_unique<SimProvider>(std::move(fo));
+  provider->name_ = options.empty() ? "sim" : absl::StrCat("sim:", options);
+  return provider;
+}
+
+SimProvider::SimProvider(FabricOptions options)
+    : name_("sim"),
+      fabric_(std::make_shared<Fabric>(std::move(options))),
+      cm_(std::make_shared<CmState>()) {}
+
+SimProvider::~SimProvider() = default;
+
+absl::StatusOr<std::vector<std::string>> SimProvider::ListDevices() {
+  std::vector<std::string> names;
+  for (int i = 0; i < fabric_->num_nodes(); ++i) {
+    names.push_back(fabric_->node(i)->name);
+  }
+  return names;
+}
+
+absl::StatusOr<int> SimProvider::DeviceIndex(absl::string_view device) const {
+  for (int i = 0; i < fabric_->num_nodes(); ++i) {
+    if (fabric_->node(i)->name == device) return i;
+  }
+  return Errno(ENODEV, "no sim device '%s' (devices are sim0..sim%d)", device,
+               fabric_->num_nodes() - 1);
+}
+
+absl::StatusOr<std::unique_ptr<Context>> SimProvider::Open(
+    absl::string_view device) {
+  absl::StatusOr<int> index = DeviceIndex(device);
+  if (!index.ok()) return index.status();
+  return OpenSimContext(fabric_, *index);
+}
+
+absl::StatusOr<std::unique_ptr<Listener>> SimProvider::Listen(
+    absl::string_view address, const EndpointAttr& attr) {
+  absl::string_view device;
+  int port = 0;
+  if (absl::Status s = SplitAddress(address, &device, &port); !s.ok()) return s;
+  absl::StatusOr<int> index = DeviceIndex(device);
+  if (!index.ok()) return index.status();
+  if (attr.qp_type != QpType::kRc) {
+    return Errno(EOPNOTSUPP, "sim connections are RC for now");
+  }
+  std::lock_guard<std::mutex> lock(cm_->mu);
+  const std::string key(address);
+  if (cm_->listeners.count(key) > 0) {
+    return Errno(EADDRINUSE, "address %s is already listened on", address);
+  }
+  auto st = std::make_shared<ListenerState>();
+  st->address = key;
+  st->device = *index;
+  st->attr = attr;
+  cm_->listeners[key] = st;
+  return std::unique_ptr<Listener>(new SimListener(cm_, fabric_, st));
+}
+
+absl::StatusOr<std::unique_ptr<Endpoint>> SimProvider::Connect(
+    absl::string_view address, const EndpointAttr& attr) {
+  absl::string_view device;
+  int port = 0;
+  if (absl::Status s = SplitAddress(address, &device, &port); !s.ok()) return s;
+  absl::StatusOr<int> target = DeviceIndex(device);
+  if (!target.ok()) return target.status();
+  int local = *target == 0 && fabric_->num_nodes() > 1 ? 1 : 0;
+  if (!attr.device.empty()) {
+    absl::StatusOr<int> chosen = DeviceIndex(attr.device);
+    if (!chosen.ok()) return chosen.status();
+    local = *chosen;
+  }
+  if (attr.qp_type != QpType::kRc) {
+    return Errno(EOPNOTSUPP, "sim connections are RC for now");
+  }
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep =
+      Endpoint::Create(OpenSimContext(fabric_, local), attr);
+  if (!ep.ok()) return ep.status();
+  if (absl::Status s = ModifyQpToInit((*ep)->qp(), attr); !s.ok()) return s;
+  auto gid = (*ep)->context()->QueryGid(1, 0);
+  if (!gid.ok()) return gid.status();
+  std::lock_guard<std::mutex> lock(cm_->mu);
+  auto it = cm_->listeners.find(std::string(address));
+  if (it == cm_->listeners.end()) {
+    return Errno(ECONNREFUSED, "no listener on %s", address);
+  }
+  auto req = std::make_shared<ConnRequest>();
+  req->attr = attr;
+  req->client_qp = (*ep)->qp();
+  req->client_gid = *gid;
+  it->second->pending.push_back(req);
+  (*ep)->set_connection(std::make_unique<SimConnection>(cm_, req));
+  cm_->cv.notify_all();
+  return ep;
+}
+
+absl::StatusOr<std::string> SimProvider::LoopbackAddress() {
+  std::lock_guard<std::mutex> lock(cm_->mu);
+  const int device = fabric_->num_nodes() > 1 ? 1 : 0;
+  return absl::StrCat("sim", device, ":", cm_->next_port++);
+}
+
+SimProvider* AsSimProvider(Provider* provider) {
+  return dynamic_cast<SimProvider*>(provider);
+}
+
+namespace {
+const bool kRegistered = RegisterProvider(
+    "sim",
+    [](absl::string_view options) -> absl::StatusOr<std::unique_ptr<Provider>> {
+      auto provider = SimProvider::Create(options);
+      if (!provider.ok()) return provider.status();
+      return std::unique_ptr<Provider>(*std::move(provider));
+    });
+}  // namespace
+
+}  // namespace verbsim::sim

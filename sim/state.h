@@ -1,0 +1,174 @@
+// The sim's internal object state. Everything here is guarded by the owning
+// Fabric's mutex; the public handles (sim/handles.h) lock it and call in.
+#ifndef VERBSIM_SIM_STATE_H_
+#define VERBSIM_SIM_STATE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace verbsim {
+class Cq;
+}  // namespace verbsim
+
+namespace verbsim::sim {
+
+struct Node;
+struct QpCore;
+
+struct ContextState {
+  Node* node = nullptr;
+  std::deque<AsyncEvent> async_events;
+  int pds = 0, cqs = 0, channels = 0;  // live children, for EBUSY
+  bool dead = false;
+};
+
+struct PdState {
+  std::shared_ptr<ContextState> context;
+  uint32_t id = 0;
+  int mrs = 0, qps = 0, ahs = 0;  // live users, for EBUSY
+  bool dead = false;
+};
+
+struct MrState {
+  Node* node = nullptr;
+  std::shared_ptr<PdState> pd;
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  uint32_t slot = 0;
+  bool dead = false;
+};
+
+struct CqState;
+
+struct ChannelState {
+  std::shared_ptr<ContextState> context;
+  // Events not yet returned by GetEvent, in order.
+  std::deque<std::shared_ptr<CqState>> events;
+  int cqs = 0;
+  bool dead = false;
+};
+
+struct CqState : std::enable_shared_from_this<CqState> {
+  std::shared_ptr<ContextState> context;
+  std::shared_ptr<ChannelState> channel;  // may be null
+  uint32_t id = 0;
+  int cqe = 0;
+  std::deque<WorkCompletion> entries;
+  // ibv_req_notify_cq: armed for the next completion (or the next solicited
+  // one).
+  bool armed = false;
+  bool armed_solicited_only = false;
+  // Overflowed: the CQ is in error and drops further completions.
+  bool overflowed = false;
+  std::set<QpCore*> qps;  // QPs that complete here
+  Cq* handle = nullptr;    // the public object, null once it is gone
+  bool dead = false;
+};
+
+struct AhState {
+  std::shared_ptr<PdState> pd;
+  AhAttr attr;
+  bool dead = false;
+};
+
+// A posted send work request and the requester's progress on it.
+struct SendWqe {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  uint32_t flags = 0;
+  bool signaled = false;
+  std::vector<Sge> sges;
+  uint64_t length = 0;
+  bool is_inline = false;
+  std::vector<uint8_t> data;  // inline bytes, or gathered when first sent
+  uint32_t imm = 0;
+  uint32_t invalidate_rkey = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+
+  enum class Phase { kPosted, kInFlight, kDone };
+  Phase phase = Phase::kPosted;
+  WcStatus status = WcStatus::kSuccess;
+  uint32_t first_psn = 0;
+  uint32_t num_psn = 0;        // PSNs it consumes (response packets for reads)
+  uint32_t responses_got = 0;  // read response packets received in order
+  bool holds_rd_atomic = false;  // counted in the initiator depth
+};
+
+struct RecvWqe {
+  uint64_t wr_id = 0;
+  std::vector<Sge> sges;
+  uint64_t capacity = 0;
+};
+
+// Read and atomic requests the responder executed, kept to answer duplicates
+// (IBA 9.7.5.1.1); an atomic is never executed twice.
+struct RdAtomicResource {
+  uint32_t psn = 0;
+  bool is_atomic = false;
+  uint64_t atomic_orig = 0;
+};
+
+struct QpCore {
+  Node* node = nullptr;
+  uint32_t qpn = 0;
+  QpType type = QpType::kRc;
+  verbsim::QpState state = verbsim::QpState::kReset;
+  std::shared_ptr<PdState> pd;
+  std::shared_ptr<CqState> send_cq;
+  std::shared_ptr<CqState> recv_cq;
+  QpCap cap;
+  bool sq_sig_all = false;
+  QpAttr attr;  // the attributes last set
+  bool dead = false;
+
+  // The peer, resolved from the AV's GID at RTR.
+  int dest_node = -1;
+
+  // Send queue: WQEs not yet completed, in post order.
+  std::deque<SendWqe> sq;
+  // Requester: index in sq of the next WQE to (re)transmit; next PSN.
+  size_t req_next = 0;
+  uint32_t req_psn = 0;
+  int rd_atomic_in_flight = 0;
+  bool req_halted = false;  // a local error stopped the requester
+  // Completer: retry state and the retransmission timer.
+  int retry_left = 0;
+  int rnr_left = 0;
+  bool rnr_waiting = false;
+  uint64_t timer_generation = 0;
+  bool timer_armed = false;
+
+  // Responder.
+  std::deque<RecvWqe> rq;
+  uint32_t epsn = 0;
+  uint32_t msn = 0;
+  bool nak_sent = false;  // a sequence NAK is outstanding
+  bool in_send = false;   // inside a multi-packet send
+  RecvWqe cur_recv;
+  uint64_t recv_offset = 0;
+  bool in_write = false;  // inside a multi-packet write
+  uint64_t write_va = 0;
+  uint64_t write_left = 0;
+  uint64_t write_len = 0;
+  std::deque<RdAtomicResource> resources;
+
+  // Counters tests can read.
+  uint64_t packets_dropped = 0;
+  uint64_t retransmissions = 0;
+};
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_STATE_H_

@@ -1,0 +1,51 @@
+// The RC transport of a simulated QP, as three state machines in the manner
+// of kernel rxe: the requester turns send WQEs into request packets
+// (requester.cc), the responder executes request packets against local memory
+// and answers (responder.cc), and the completer consumes ACKs, NAKs and
+// read/atomic responses, retries, and completes WQEs in order
+// (completer.cc). All run under the fabric mutex.
+#ifndef VERBSIM_SIM_TRANSPORT_H_
+#define VERBSIM_SIM_TRANSPORT_H_
+
+#include "core/types.h"
+#include "sim/packet.h"
+#include "sim/state.h"
+
+namespace verbsim::sim {
+
+// Requester: sends what the send queue allows (rd/atomic depth, fences).
+void RequesterRun(QpCore& qp);
+// Requester: go back to `psn` and send again from there (go-back-N).
+void RequesterRewind(QpCore& qp, uint32_t psn);
+
+// Responder: one request packet arrived for `qp`.
+void ResponderReceive(QpCore& qp, Packet& packet);
+
+// Completer: one response packet (ACK, NAK, read response, atomic ACK).
+void CompleterReceive(QpCore& qp, Packet& packet);
+// Completer: completes finished WQEs at the head of the send queue in order.
+void CompleterRun(QpCore& qp);
+// (Re)arms the retransmission timer while requests are unacknowledged.
+void ArmRetryTimer(QpCore& qp);
+
+// Moves the QP to ERR: every outstanding WR on both queues completes, the
+// first erroring one with its status and the rest WR_FLUSH_ERR.
+void EnterError(QpCore& qp);
+// RESET: discards every queued WR without completions.
+void ResetQueues(QpCore& qp);
+
+// The completion opcode of a send WR opcode.
+WcOpcode WcOpcodeFor(WrOpcode op);
+
+// Pushes a completion; handles overflow (CQ_ERR, QPs to ERR) and channel
+// notification.
+void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited);
+
+// Payload bytes per packet on this QP.
+uint32_t PathMtuBytes(const QpCore& qp);
+// Sends `packet` from `qp` to its peer.
+void TransmitFrom(QpCore& qp, Packet packet);
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_TRANSPORT_H_
