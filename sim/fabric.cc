@@ -1,6 +1,7 @@
 #include "sim/fabric.h"
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -75,24 +76,53 @@ bool Fabric::Step() {
   return true;
 }
 
-bool Fabric::DriveUntil(std::unique_lock<std::mutex>& lock,
-                        const std::function<bool()>& done,
-                        absl::Duration virtual_budget,
-                        absl::Time real_deadline) {
-  const int64_t limit =
-      now_ns_ + std::max<int64_t>(0, absl::ToInt64Nanoseconds(virtual_budget));
+void Fabric::NoteThread() {
+  if (multi_threaded_) return;
+  const std::thread::id me = std::this_thread::get_id();
+  if (!have_first_thread_) {
+    have_first_thread_ = true;
+    first_thread_ = me;
+  } else if (me != first_thread_) {
+    multi_threaded_ = true;
+  }
+}
+
+bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
+                        absl::Duration timeout, bool blocking) {
+  std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
+  NoteThread();
+  const int64_t budget =
+      std::max<int64_t>(0, absl::ToInt64Nanoseconds(timeout));
+  bool real_time = false;
+  int64_t limit = now_ns_ + budget;
+  const absl::Time real_deadline =
+      blocking ? absl::Now() + timeout : absl::InfinitePast();
+  uint64_t steps = 0;
   while (true) {
     if (done()) return true;
+    if (blocking && !real_time &&
+        (multi_threaded_ || callers_.load(std::memory_order_relaxed) > 1)) {
+      multi_threaded_ = true;
+      real_time = true;
+      limit = INT64_MAX;
+    }
     if (!events_.empty()) {
       if (events_.top().at_ns <= limit) {
         Step();
+        if (real_time && ++steps % 64 == 0) {
+          if (absl::Now() >= real_deadline) return done();
+          // Let the other threads in.
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+        }
         continue;
       }
       now_ns_ = limit;  // the wait used up its virtual budget
       return done();
     }
     // Idle: only another thread can change anything now.
-    if (absl::Now() >= real_deadline) return false;
+    if (!blocking || absl::Now() >= real_deadline) return false;
     cv_.wait_until(lock, absl::ToChronoTime(real_deadline));
   }
 }

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include "absl/time/time.h"
 #include "sim/keys.h"
 #include "sim/packet.h"
@@ -60,6 +62,27 @@ class Fabric {
   // Debian's absl is not built for TSan, so the fabric uses std::mutex.
   std::mutex& mu() { return mu_; }
 
+  // The fabric lock as public calls take it: it also counts the threads
+  // inside or waiting to get in, so a long wait can make room for them.
+  class Lock {
+   public:
+    explicit Lock(Fabric& fabric) : fabric_(fabric) {
+      fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
+      lock_ = std::unique_lock<std::mutex>(fabric_.mu_);
+    }
+    ~Lock() {
+      if (lock_.owns_lock()) lock_.unlock();
+      fabric_.callers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    std::unique_lock<std::mutex>& unique_lock() { return lock_; }
+
+   private:
+    Fabric& fabric_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
   // --- Public, thread-safe ---------------------------------------------
   // Runs events until none is left or `max_virtual` of virtual time passed.
   // Returns whether the fabric went idle.
@@ -82,13 +105,21 @@ class Fabric {
   // Puts a packet on the link from its src_node to its dst_node; it arrives
   // after the link's latency and serialisation, in order per link.
   void Transmit(Packet packet);
-  // Runs events until `done()` holds. Events due within `virtual_budget` run
-  // at once; when none is due the clock moves to the end of the budget and it
-  // returns false, unless the fabric is idle, in which case it waits in real
-  // time (another thread may post) until `real_deadline`.
-  bool DriveUntil(std::unique_lock<std::mutex>& lock,
-                  const std::function<bool()>& done,
-                  absl::Duration virtual_budget, absl::Time real_deadline);
+  // Runs events until `done()` holds; returns whether it does.
+  //  - Non-blocking (a poll): runs the events due within `timeout` of virtual
+  //    time, then moves the clock to the end of that budget.
+  //  - Blocking (a wait), single-threaded use: the same with `timeout` as the
+  //    budget, so a timeout is virtual time and fully deterministic; when no
+  //    event is left at all it waits in real time for another thread.
+  //  - Blocking, once a second thread has used the fabric (or waits for its
+  //    lock meanwhile): `timeout` is real time, and the lock is given up
+  //    regularly so the other threads can post while this one drives.
+  bool DriveUntil(Lock& lock, const std::function<bool()>& done,
+                  absl::Duration timeout, bool blocking);
+  // Records the calling thread; from the second distinct thread on, the
+  // fabric is in multi-threaded mode (see DriveUntil).
+  void NoteThread();
+  bool multi_threaded() const { return multi_threaded_; }
   // Wakes threads waiting in DriveUntil (call after anything they may await).
   void Wake() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
@@ -115,6 +146,10 @@ class Fabric {
   // When each directed link is next free, for in-order serialisation.
   std::map<std::pair<int, int>, int64_t> link_free_ns_;
   uint64_t packets_sent_ = 0;
+  bool have_first_thread_ = false;
+  std::thread::id first_thread_;
+  bool multi_threaded_ = false;
+  std::atomic<int> callers_{0};
 };
 
 }  // namespace verbsim::sim

@@ -13,7 +13,7 @@
 namespace verbsim::sim {
 namespace {
 
-using Lock = std::unique_lock<std::mutex>;
+using Lock = Fabric::Lock;
 
 // How much virtual time one Poll() may let pass when nothing is ready: a
 // spinning poller lets time pass too.
@@ -29,11 +29,11 @@ class SimMr : public Mr {
   SimMr(std::shared_ptr<Fabric> fabric, std::shared_ptr<MrState> st, Pd* pd)
       : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
   ~SimMr() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     Release();
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "mr lkey 0x%x is already deregistered", st_->lkey);
     Release();
     return absl::OkStatus();
@@ -62,11 +62,11 @@ class SimChannel : public CompChannel {
   SimChannel(std::shared_ptr<Fabric> fabric, std::shared_ptr<ChannelState> st)
       : fabric_(std::move(fabric)), st_(std::move(st)) {}
   ~SimChannel() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     Release();
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "completion channel is destroyed");
     if (st_->cqs > 0) {
       return Errno(EBUSY, "completion channel is used by %d CQs", st_->cqs);
@@ -97,12 +97,12 @@ class SimCq : public Cq {
     st_->handle = this;
   }
   ~SimCq() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     st_->handle = nullptr;
     Release();
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
     if (!st_->qps.empty()) {
       return Errno(EBUSY, "cq %u is used by %zu QPs", st_->id,
@@ -114,12 +114,12 @@ class SimCq : public Cq {
   int cqe() const override { return st_->cqe; }
   CompChannel* channel() const override { return channel_; }
   absl::StatusOr<int> Poll(absl::Span<WorkCompletion> wcs) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
     if (wcs.empty()) return 0;
     fabric_->DriveUntil(
         lock, [this] { return !st_->entries.empty(); }, kPollBudget,
-        absl::InfinitePast());
+        /*blocking=*/false);
     int n = 0;
     while (n < static_cast<int>(wcs.size()) && !st_->entries.empty()) {
       wcs[n++] = st_->entries.front();
@@ -128,7 +128,7 @@ class SimCq : public Cq {
     return n;
   }
   absl::Status ReqNotify(bool solicited_only) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
     if (st_->channel == nullptr) {
       return Errno(EINVAL, "cq %u has no completion channel", st_->id);
@@ -160,7 +160,7 @@ class SimCq : public Cq {
 };
 
 absl::StatusOr<Cq*> SimChannel::GetEvent(absl::Duration timeout) {
-  Lock lock(fabric_->mu());
+  Lock lock(*fabric_);
   if (st_->dead) return Errno(EINVAL, "completion channel is destroyed");
   auto ready = [this] {
     // Events of CQs whose handle is gone are discarded.
@@ -169,7 +169,7 @@ absl::StatusOr<Cq*> SimChannel::GetEvent(absl::Duration timeout) {
     }
     return !st_->events.empty();
   };
-  fabric_->DriveUntil(lock, ready, timeout, absl::Now() + timeout);
+  fabric_->DriveUntil(lock, ready, timeout, /*blocking=*/true);
   if (!ready()) {
     return Errno(ETIMEDOUT, "no completion event within %s",
                  absl::FormatDuration(timeout));
@@ -184,11 +184,11 @@ class SimAh : public Ah {
   SimAh(std::shared_ptr<Fabric> fabric, std::shared_ptr<AhState> st, Pd* pd)
       : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
   ~SimAh() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     Release();
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "address handle is destroyed");
     Release();
     return absl::OkStatus();
@@ -218,11 +218,11 @@ class SimQp : public Qp {
         recv_cq_(recv_cq),
         init_(init) {}
   ~SimQp() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     Release();
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "qp %u is destroyed", st_->qpn);
     Release();
     return absl::OkStatus();
@@ -230,7 +230,7 @@ class SimQp : public Qp {
   uint32_t qp_num() const override { return st_->qpn; }
   QpType type() const override { return st_->type; }
   verbsim::QpState state() const override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     return st_->state;
   }
   Pd* pd() const override { return pd_; }
@@ -238,13 +238,13 @@ class SimQp : public Qp {
   Cq* recv_cq() const override { return recv_cq_; }
   QpInitAttr init_attr() const override { return init_; }
   absl::Status Modify(const QpAttr& attr, uint32_t mask) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     absl::Status s = ModifyQp(*st_, attr, mask);
     fabric_->Wake();
     return s;
   }
   absl::StatusOr<QpAttr> Query() const override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "qp %u is destroyed", st_->qpn);
     QpAttr a = st_->attr;
     a.qp_state = st_->state;
@@ -254,7 +254,7 @@ class SimQp : public Qp {
   }
   absl::Status PostSend(absl::Span<const SendWr> wrs,
                         size_t* bad_index) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     for (const SendWr& wr : wrs) {
       if (wr.ud.ah != nullptr && dynamic_cast<SimAh*>(wr.ud.ah) == nullptr) {
         return Errno(EINVAL, "wr_id %u: address handle of another provider",
@@ -267,13 +267,14 @@ class SimQp : public Qp {
   }
   absl::Status PostRecv(absl::Span<const RecvWr> wrs,
                         size_t* bad_index) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
+    fabric_->NoteThread();
     absl::Status s = sim::PostRecv(*st_, wrs, bad_index);
     fabric_->Wake();
     return s;
   }
   SimQpStats Stats() const {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     return SimQpStats{st_->packets_dropped, st_->retransmissions};
   }
 
@@ -302,11 +303,11 @@ class SimPd : public Pd {
         Context* context)
       : fabric_(std::move(fabric)), st_(std::move(st)), context_(context) {}
   ~SimPd() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     Release();
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
     if (st_->mrs + st_->qps + st_->ahs > 0) {
       return Errno(EBUSY, "pd %u is used by %d MRs, %d QPs, %d AHs", st_->id,
@@ -319,7 +320,7 @@ class SimPd : public Pd {
 
   absl::StatusOr<std::unique_ptr<Mr>> RegMr(void* addr, size_t length,
                                             uint32_t access) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
     Node* node = st_->context->node;
     const DeviceAttr& dev = fabric_->profile().device;
@@ -362,7 +363,7 @@ class SimPd : public Pd {
 
   absl::StatusOr<std::unique_ptr<Qp>> CreateQp(
       const QpInitAttr& init) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
     const DeviceAttr& dev = fabric_->profile().device;
     if (init.qp_type != QpType::kRc && init.qp_type != QpType::kUc &&
@@ -421,7 +422,7 @@ class SimPd : public Pd {
   }
 
   absl::StatusOr<std::unique_ptr<Ah>> CreateAh(const AhAttr& attr) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
     if (attr.port_num != 1) {
       return Errno(EINVAL, "ah port_num %d: the device has port 1 only",
@@ -467,11 +468,11 @@ class SimContext : public Context {
     attr_.name = node->name;
   }
   ~SimContext() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     st_->dead = true;
   }
   absl::Status Destroy() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     if (st_->pds + st_->cqs + st_->channels > 0) {
       return Errno(EBUSY, "context %s has %d PDs, %d CQs, %d channels open",
@@ -482,7 +483,7 @@ class SimContext : public Context {
   }
   const DeviceAttr& device_attr() const override { return attr_; }
   absl::StatusOr<PortAttr> QueryPort(uint8_t port_num) const override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     if (port_num != 1) {
       return Errno(EINVAL, "port %d: %s has port 1 only", port_num, attr_.name);
@@ -490,7 +491,7 @@ class SimContext : public Context {
     return fabric_->profile().port;
   }
   absl::StatusOr<Gid> QueryGid(uint8_t port_num, int index) const override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     if (port_num != 1) {
       return Errno(EINVAL, "port %d: %s has port 1 only", port_num, attr_.name);
@@ -501,7 +502,7 @@ class SimContext : public Context {
     return st_->node->gid;
   }
   absl::StatusOr<std::unique_ptr<Pd>> AllocPd() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     Node* node = st_->node;
     if (node->live_pds >= attr_.max_pd) {
@@ -515,7 +516,7 @@ class SimContext : public Context {
     return std::unique_ptr<Pd>(new SimPd(fabric_, pd, this));
   }
   absl::StatusOr<std::unique_ptr<CompChannel>> CreateCompChannel() override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     auto ch = std::make_shared<ChannelState>();
     ch->context = st_;
@@ -524,7 +525,7 @@ class SimContext : public Context {
   }
   absl::StatusOr<std::unique_ptr<Cq>> CreateCq(int cqe,
                                                CompChannel* channel) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     if (cqe < 1 || cqe > attr_.max_cqe) {
       return Errno(EINVAL, "cqe %d outside [1, max_cqe %d]", cqe, attr_.max_cqe);
@@ -556,11 +557,11 @@ class SimContext : public Context {
     return std::unique_ptr<Cq>(new SimCq(fabric_, cq, channel));
   }
   absl::StatusOr<AsyncEvent> GetAsyncEvent(absl::Duration timeout) override {
-    Lock lock(fabric_->mu());
+    Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     fabric_->DriveUntil(
         lock, [this] { return !st_->async_events.empty(); }, timeout,
-        absl::Now() + timeout);
+        /*blocking=*/true);
     if (st_->async_events.empty()) {
       return Errno(ETIMEDOUT, "no async event on %s within %s", attr_.name,
                    absl::FormatDuration(timeout));
