@@ -78,10 +78,22 @@ void Progressed(QpCore& qp) {
   ArmRetryTimer(qp);
 }
 
+void TraceQpEvent(QpCore& qp, TraceKind kind, uint32_t psn) {
+  TraceRecord r;
+  r.time_ns = qp.node->fabric->now_ns();
+  r.kind = kind;
+  r.node = qp.node->index;
+  r.qpn = qp.qpn;
+  r.psn = psn;
+  qp.node->fabric->trace().Record(std::move(r));
+}
+
 void OnRetryTimeout(QpCore& qp) {
   qp.timer_armed = false;
   SendWqe* w = FirstInFlight(qp);
   if (w == nullptr) return;
+  ++qp.timeouts;
+  TraceQpEvent(qp, TraceKind::kTimeout, RestartPsn(*w));
   if (qp.retry_left <= 0) {
     Fail(qp, *w, WcStatus::kRetryExcErr);
     CompleterRun(qp);
@@ -104,6 +116,8 @@ void OnRnrNak(QpCore& qp, uint32_t psn, uint8_t timer) {
     --qp.rnr_left;
   }
   qp.rnr_waiting = true;
+  ++qp.rnr_naks;
+  TraceQpEvent(qp, TraceKind::kRnrWait, psn);
   ++qp.timer_generation;
   qp.timer_armed = false;
   Fabric* fabric = qp.node->fabric;
@@ -211,12 +225,15 @@ void ArmRetryTimer(QpCore& qp) {
 }
 
 void CompleterReceive(QpCore& qp, Packet& p) {
+  Fabric* fabric = qp.node->fabric;
   if (qp.state != verbsim::QpState::kRts && qp.state != verbsim::QpState::kSqd) {
     ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "QP cannot complete");
     return;
   }
   if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
     ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "not from the connected QP");
     return;
   }
   switch (p.opcode) {

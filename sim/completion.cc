@@ -49,6 +49,15 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
     fabric->Wake();
     return;
   }
+  TraceRecord r;
+  r.time_ns = fabric->now_ns();
+  r.kind = TraceKind::kComplete;
+  r.node = cq.context->node->index;
+  r.qpn = wc.qp_num;
+  r.opcode = static_cast<uint8_t>(wc.status);
+  r.length = wc.byte_len;
+  r.wr_id = wc.wr_id;
+  fabric->trace().Record(std::move(r));
   cq.entries.push_back(wc);
   if (cq.armed && (!cq.armed_solicited_only || solicited ||
                    wc.status != WcStatus::kSuccess)) {

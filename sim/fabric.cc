@@ -39,8 +39,27 @@ void Fabric::Schedule(int64_t at_ns, std::function<void()> fn) {
   events_.push(Event{std::max(at_ns, now_ns_), next_seq_++, std::move(fn)});
 }
 
+void Fabric::TracePacket(TraceKind kind, const Packet& p,
+                         absl::string_view note) {
+  TraceRecord r;
+  r.time_ns = now_ns_;
+  r.kind = kind;
+  const bool at_sender = kind == TraceKind::kTransmit;
+  r.node = at_sender ? p.src_node : p.dst_node;
+  r.qpn = at_sender ? p.src_qpn : p.dst_qpn;
+  r.peer_node = at_sender ? p.dst_node : p.src_node;
+  r.peer_qpn = at_sender ? p.dst_qpn : p.src_qpn;
+  r.opcode = static_cast<uint8_t>(p.opcode);
+  r.psn = p.psn;
+  r.syndrome = p.opcode == RcOp::kAcknowledge ? p.syndrome : 0;
+  r.length = static_cast<uint32_t>(p.payload.size());
+  r.note = std::string(note);
+  trace_.Record(std::move(r));
+}
+
 void Fabric::Transmit(Packet packet) {
   ++packets_sent_;
+  TracePacket(TraceKind::kTransmit, packet);
   // Headers: about 58 bytes on RoCEv2 (Eth, IPv4, UDP, BTH, ICRC, FCS).
   const double bytes = static_cast<double>(packet.payload.size() + 58);
   const int64_t serialise_ns =
@@ -54,10 +73,17 @@ void Fabric::Transmit(Packet packet) {
 }
 
 void Fabric::Deliver(const Packet& packet) {
-  if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) return;
+  if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) {
+    TracePacket(TraceKind::kDrop, packet, "no route");
+    return;
+  }
   Node* dst = nodes_[packet.dst_node].get();
   auto it = dst->qps.find(packet.dst_qpn);
-  if (it == dst->qps.end()) return;  // no such QP: silently dropped
+  if (it == dst->qps.end()) {
+    TracePacket(TraceKind::kDrop, packet, "no such QP");
+    return;
+  }
+  TracePacket(TraceKind::kDeliver, packet);
   Packet copy = packet;
   if (IsRequest(packet.opcode)) {
     ResponderReceive(*it->second, copy);
@@ -143,6 +169,31 @@ void Fabric::RunFor(absl::Duration d) {
   while (!events_.empty() && events_.top().at_ns <= limit) Step();
   now_ns_ = std::max(now_ns_, limit);
   cv_.notify_all();
+}
+
+uint64_t Fabric::TraceHash() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trace_.hash();
+}
+
+void Fabric::KeepTrace(bool keep) {
+  std::lock_guard<std::mutex> lock(mu_);
+  trace_.set_keep(keep);
+}
+
+std::vector<TraceRecord> Fabric::TraceRecords() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trace_.records();
+}
+
+std::string Fabric::TraceText() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const TraceRecord& r : trace_.records()) {
+    out += FormatTraceRecord(r);
+    out += '\n';
+  }
+  return out;
 }
 
 absl::Duration Fabric::Now() {

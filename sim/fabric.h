@@ -23,6 +23,7 @@
 #include "sim/packet.h"
 #include "sim/profile.h"
 #include "sim/state.h"
+#include "sim/trace.h"
 
 namespace verbsim::sim {
 
@@ -93,6 +94,12 @@ class Fabric {
   void RunFor(absl::Duration d);
   // Virtual time since the fabric was made.
   absl::Duration Now();
+  // The trace: its hash identifies a run; records are kept once asked for.
+  uint64_t TraceHash();
+  void KeepTrace(bool keep);
+  std::vector<TraceRecord> TraceRecords();
+  // The kept records as text, one per line.
+  std::string TraceText();
 
   // --- Under mu() ---------------------------------------------------------
   Node* node(int i) { return nodes_[i].get(); }
@@ -123,6 +130,9 @@ class Fabric {
   // Wakes threads waiting in DriveUntil (call after anything they may await).
   void Wake() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
+  Trace& trace() { return trace_; }
+  // Records a packet event (transmit, deliver, drop) at `node`.
+  void TracePacket(TraceKind kind, const Packet& p, absl::string_view note = {});
 
  private:
   struct Event {
@@ -146,6 +156,7 @@ class Fabric {
   // When each directed link is next free, for in-order serialisation.
   std::map<std::pair<int, int>, int64_t> link_free_ns_;
   uint64_t packets_sent_ = 0;
+  Trace trace_;
   bool have_first_thread_ = false;
   std::thread::id first_thread_;
   bool multi_threaded_ = false;

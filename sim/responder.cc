@@ -302,14 +302,17 @@ bool IsMiddleOrLast(RcOp op) { return IsRequest(op) && !IsFirstOrOnly(op); }
 
 void ResponderReceive(QpCore& qp, Packet& p) {
   const auto s = qp.state;
+  Fabric* fabric = qp.node->fabric;
   if (qp.type != QpType::kRc ||
       !(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
         s == verbsim::QpState::kSqd)) {
     ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "QP cannot receive");
     return;
   }
   if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
     ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "not from the connected QP");
     return;
   }
   const int32_t d = PsnDiff(p.psn, qp.epsn);
@@ -321,6 +324,7 @@ void ResponderReceive(QpCore& qp, Packet& p) {
       qp.nak_sent = true;
     }
     ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "PSN ahead of the expected one");
     return;
   }
   if (d < 0) {

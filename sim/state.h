@@ -167,6 +167,8 @@ struct QpCore {
   // Counters tests can read.
   uint64_t packets_dropped = 0;
   uint64_t retransmissions = 0;
+  uint64_t timeouts = 0;
+  uint64_t rnr_naks = 0;
 };
 
 }  // namespace verbsim::sim

@@ -1,0 +1,80 @@
+#include "sim/trace.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/names.h"
+#include "sim/packet.h"
+
+namespace verbsim::sim {
+namespace {
+
+void Mix(uint64_t& h, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ull;  // FNV-1a prime
+  }
+}
+
+}  // namespace
+
+absl::string_view TraceKindName(TraceKind kind) {
+  switch (kind) {
+    case TraceKind::kTransmit: return "send";
+    case TraceKind::kDeliver: return "recv";
+    case TraceKind::kDrop: return "drop";
+    case TraceKind::kComplete: return "cqe";
+    case TraceKind::kTimeout: return "timeout";
+    case TraceKind::kRnrWait: return "rnr-wait";
+  }
+  return "?";
+}
+
+void Trace::Record(TraceRecord r) {
+  Mix(hash_, static_cast<uint64_t>(r.time_ns), 8);
+  Mix(hash_, static_cast<uint64_t>(r.kind), 1);
+  Mix(hash_, static_cast<uint64_t>(r.node), 4);
+  Mix(hash_, r.qpn, 4);
+  Mix(hash_, static_cast<uint64_t>(r.peer_node), 4);
+  Mix(hash_, r.peer_qpn, 4);
+  Mix(hash_, r.opcode, 1);
+  Mix(hash_, r.psn, 4);
+  Mix(hash_, r.syndrome, 1);
+  Mix(hash_, r.length, 4);
+  Mix(hash_, r.wr_id, 8);
+  for (char c : r.note) Mix(hash_, static_cast<uint8_t>(c), 1);
+  ++count_;
+  if (keep_) records_.push_back(std::move(r));
+}
+
+std::string FormatTraceRecord(const TraceRecord& r) {
+  const std::string when =
+      absl::StrFormat("%10.3fus", static_cast<double>(r.time_ns) / 1000.0);
+  switch (r.kind) {
+    case TraceKind::kComplete:
+      return absl::StrFormat("%s sim%d qp%u cqe wr_id %u %s len %u", when,
+                             r.node, r.qpn, r.wr_id,
+                             WcStatusName(static_cast<WcStatus>(r.opcode)),
+                             r.length);
+    case TraceKind::kTimeout:
+    case TraceKind::kRnrWait:
+      return absl::StrFormat("%s sim%d qp%u %s psn %u", when, r.node, r.qpn,
+                             TraceKindName(r.kind), r.psn);
+    default:
+      break;
+  }
+  std::string line = absl::StrFormat(
+      "%s sim%d qp%u %s sim%d qp%u %s psn %u", when, r.node, r.qpn,
+      r.kind == TraceKind::kTransmit ? "->" : "<-", r.peer_node, r.peer_qpn,
+      RcOpName(static_cast<RcOp>(r.opcode)), r.psn);
+  if (r.length > 0) absl::StrAppendFormat(&line, " len %u", r.length);
+  if (static_cast<RcOp>(r.opcode) == RcOp::kAcknowledge) {
+    absl::StrAppendFormat(&line, " aeth 0x%02x", r.syndrome);
+  }
+  if (r.kind == TraceKind::kDrop) absl::StrAppend(&line, " DROPPED");
+  if (!r.note.empty()) absl::StrAppend(&line, " (", r.note, ")");
+  return line;
+}
+
+}  // namespace verbsim::sim
