@@ -82,6 +82,8 @@ absl::StatusOr<EndpointPair> CreateConnectedPair(Provider& provider,
   pair.server = *std::move(server);
   absl::Status connected = pair.client->WaitConnected(absl::Seconds(10));
   if (!connected.ok()) return connected;
+  connected = pair.server->WaitConnected(absl::Seconds(10));
+  if (!connected.ok()) return connected;
   return pair;
 }
 

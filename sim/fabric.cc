@@ -6,12 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/errors.h"
 #include "sim/transport.h"
 
 namespace verbsim::sim {
 
 Fabric::Fabric(FabricOptions options)
-    : options_(std::move(options)) {
+    : options_(std::move(options)), rng_(options_.seed) {
   for (int i = 0; i < options_.nodes; ++i) {
     auto node = std::make_unique<Node>();
     node->fabric = this;
@@ -60,6 +61,16 @@ void Fabric::TracePacket(TraceKind kind, const Packet& p,
 void Fabric::Transmit(Packet packet) {
   ++packets_sent_;
   TracePacket(TraceKind::kTransmit, packet);
+  if (packet.src_node >= 0 && packet.src_node < num_nodes()) {
+    ++nodes_[packet.src_node]->packets_sent;
+  }
+  int64_t extra_ns = 0;
+  int copies = 1;
+  bool corrupt = false;
+  bool bypass_fifo = false;
+  if (!ApplyPacketFaults(packet, &extra_ns, &copies, &corrupt, &bypass_fifo)) {
+    return;
+  }
   // Headers: about 58 bytes on RoCEv2 (Eth, IPv4, UDP, BTH, ICRC, FCS).
   const double bytes = static_cast<double>(packet.payload.size() + 58);
   const int64_t serialise_ns =
@@ -67,22 +78,116 @@ void Fabric::Transmit(Packet packet) {
   int64_t& free_ns = link_free_ns_[{packet.src_node, packet.dst_node}];
   const int64_t start = std::max(now_ns_, free_ns);
   free_ns = start + serialise_ns;
-  const int64_t arrive =
-      free_ns + absl::ToInt64Nanoseconds(options_.latency);
-  Schedule(arrive, [this, p = std::move(packet)]() { Deliver(p); });
+  int64_t arrive = free_ns + absl::ToInt64Nanoseconds(options_.latency);
+  const int64_t jitter = absl::ToInt64Nanoseconds(options_.jitter);
+  if (jitter > 0) {
+    arrive += static_cast<int64_t>(rng_() % static_cast<uint64_t>(jitter + 1));
+  }
+  // One QP's packets to one QP stay in order unless a fault reorders them.
+  int64_t& flow_ns = flow_last_ns_[{packet.src_node, packet.src_qpn,
+                                    packet.dst_node, packet.dst_qpn}];
+  if (!bypass_fifo) {
+    arrive = std::max(arrive, flow_ns);
+    flow_ns = arrive;
+  }
+  arrive += extra_ns;
+  for (int i = 1; i < copies; ++i) {
+    Schedule(arrive + i * serialise_ns,
+             [this, p = packet, corrupt]() { Deliver(p, corrupt); });
+  }
+  Schedule(arrive, [this, p = std::move(packet), corrupt]() {
+    Deliver(p, corrupt);
+  });
 }
 
-void Fabric::Deliver(const Packet& packet) {
+bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
+                               int* copies, bool* corrupt, bool* bypass_fifo) {
+  auto node_down = [&](int n) {
+    return n >= 0 && n < num_nodes() && nodes_[n]->crashed;
+  };
+  if (node_down(p.src_node) || node_down(p.dst_node)) {
+    TracePacket(TraceKind::kDrop, p, "node down");
+    return false;
+  }
+  for (const LinkDown& l : faults_.links) {
+    const bool on_link = (p.src_node == l.a && p.dst_node == l.b) ||
+                         (p.src_node == l.b && p.dst_node == l.a);
+    if (on_link && now_ns_ >= l.from_ns && now_ns_ < l.until_ns) {
+      TracePacket(TraceKind::kDrop, p, "fault: link down");
+      return false;
+    }
+  }
+  for (size_t i = 0; i < faults_.packets.size(); ++i) {
+    PacketRule& r = faults_.packets[i];
+    if ((r.src_node >= 0 && r.src_node != p.src_node) ||
+        (r.dst_node >= 0 && r.dst_node != p.dst_node) ||
+        (r.qpn >= 0 && r.qpn != p.src_qpn && r.qpn != p.dst_qpn) ||
+        (r.opcode >= 0 && r.opcode != static_cast<int>(p.opcode)) ||
+        (r.psn >= 0 && r.psn != p.psn)) {
+      continue;
+    }
+    ++r.matched;
+    if (r.nth != 0 && r.matched != r.nth) continue;
+    if (r.probability < 1.0 &&
+        std::uniform_real_distribution<double>(0, 1)(rng_) >= r.probability) {
+      continue;
+    }
+    ++r.fired;
+    const std::string note = absl::StrCat("fault: ", FaultActionName(r.action),
+                                          " (rule ", i + 1, ")");
+    switch (r.action) {
+      case FaultAction::kDrop:
+        TracePacket(TraceKind::kDrop, p, note);
+        return false;
+      case FaultAction::kDuplicate:
+        TracePacket(TraceKind::kTransmit, p, note);
+        ++*copies;
+        break;
+      case FaultAction::kDelay:
+        TracePacket(TraceKind::kTransmit, p, note);
+        *extra_ns += r.delay_ns;
+        *bypass_fifo = true;
+        break;
+      case FaultAction::kReorder:
+        // Held back behind what follows: a few packet times late.
+        TracePacket(TraceKind::kTransmit, p, note);
+        *extra_ns += r.delay_ns > 0 ? r.delay_ns : 3000;
+        *bypass_fifo = true;
+        break;
+      case FaultAction::kCorrupt:
+        TracePacket(TraceKind::kTransmit, p, note);
+        *corrupt = true;
+        break;
+    }
+  }
+  return true;
+}
+
+void Fabric::Deliver(const Packet& packet, bool corrupt) {
   if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) {
     TracePacket(TraceKind::kDrop, packet, "no route");
     return;
   }
   Node* dst = nodes_[packet.dst_node].get();
+  if (dst->crashed) {
+    ++dst->packets_dropped;
+    TracePacket(TraceKind::kDrop, packet, "node down");
+    return;
+  }
+  if (corrupt) {
+    // The ICRC check fails: dropped and counted (IBA 7.8.1).
+    ++dst->icrc_errors;
+    ++dst->packets_dropped;
+    TracePacket(TraceKind::kDrop, packet, "bad ICRC");
+    return;
+  }
   auto it = dst->qps.find(packet.dst_qpn);
   if (it == dst->qps.end()) {
+    ++dst->packets_dropped;
     TracePacket(TraceKind::kDrop, packet, "no such QP");
     return;
   }
+  ++dst->packets_received;
   TracePacket(TraceKind::kDeliver, packet);
   Packet copy = packet;
   if (IsRequest(packet.opcode)) {
@@ -169,6 +274,99 @@ void Fabric::RunFor(absl::Duration d) {
   while (!events_.empty() && events_.top().at_ns <= limit) Step();
   now_ns_ = std::max(now_ns_, limit);
   cv_.notify_all();
+}
+
+absl::Status Fabric::AddFaults(absl::string_view text) {
+  absl::StatusOr<FaultPlan> plan = ParseFaults(text);
+  if (!plan.ok()) return plan.status();
+  return AddFaultPlan(*std::move(plan));
+}
+
+absl::Status Fabric::AddFaultPlan(FaultPlan plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const NodeCrash& c : plan.crashes) {
+    if (c.node >= num_nodes()) {
+      return Errno(EINVAL, "crash: no node %d (the fabric has %d)", c.node,
+                   num_nodes());
+    }
+  }
+  for (const QpError& q : plan.qp_errors) {
+    if (q.node >= num_nodes()) {
+      return Errno(EINVAL, "qperr: no node %d (the fabric has %d)", q.node,
+                   num_nodes());
+    }
+  }
+  for (const NodeCrash& c : plan.crashes) {
+    const int node = c.node;
+    Schedule(c.at_ns, [this, node]() { CrashNode(node); });
+  }
+  for (const QpError& q : plan.qp_errors) {
+    const int node = q.node;
+    const uint32_t qpn = q.qpn;
+    Schedule(q.at_ns, [this, node, qpn]() { ForceQpError(node, qpn); });
+  }
+  MergeFaults(faults_, std::move(plan));
+  return absl::OkStatus();
+}
+
+std::vector<PacketRule> Fabric::PacketRules() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return faults_.packets;
+}
+
+absl::StatusOr<NodeStats> Fabric::GetNodeStats(int node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (node < 0 || node >= num_nodes()) {
+    return Errno(EINVAL, "no node %d (the fabric has %d)", node, num_nodes());
+  }
+  const Node& n = *nodes_[node];
+  return NodeStats{n.packets_sent, n.packets_received, n.packets_dropped,
+                   n.icrc_errors};
+}
+
+bool Fabric::RegistrationFaultDue() {
+  ++registrations_;
+  return faults_.regfail_nth != 0 && registrations_ == faults_.regfail_nth;
+}
+
+bool Fabric::PostFaultDue() {
+  ++posts_;
+  return faults_.postfail_nth != 0 && posts_ == faults_.postfail_nth;
+}
+
+void Fabric::ForceQpError(int node, uint32_t qpn) {
+  auto it = nodes_[node]->qps.find(qpn);
+  if (it == nodes_[node]->qps.end()) return;
+  QpCore& qp = *it->second;
+  TraceRecord r;
+  r.time_ns = now_ns_;
+  r.kind = TraceKind::kDrop;
+  r.node = node;
+  r.qpn = qpn;
+  r.note = "fault: QP forced to ERR";
+  trace_.Record(std::move(r));
+  AsyncEvent ev;
+  ev.type = AsyncEventType::kQpFatal;
+  ev.qp_num = qpn;
+  qp.pd->context->async_events.push_back(ev);
+  if (qp.state != verbsim::QpState::kErr) EnterError(qp);
+  cv_.notify_all();
+}
+
+void Fabric::CrashNode(int node) {
+  Node& n = *nodes_[node];
+  if (n.crashed) return;
+  n.crashed = true;
+  TraceRecord r;
+  r.time_ns = now_ns_;
+  r.kind = TraceKind::kDrop;
+  r.node = node;
+  r.note = "fault: node crashed";
+  trace_.Record(std::move(r));
+  std::vector<uint32_t> qpns;
+  for (const auto& [qpn, qp] : n.qps) qpns.push_back(qpn);
+  std::sort(qpns.begin(), qpns.end());
+  for (uint32_t qpn : qpns) ForceQpError(node, qpn);
 }
 
 uint64_t Fabric::TraceHash() {

@@ -10,15 +10,20 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <random>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include "absl/time/time.h"
+#include "sim/faults.h"
 #include "sim/keys.h"
 #include "sim/packet.h"
 #include "sim/profile.h"
@@ -40,6 +45,20 @@ struct Node {
   uint32_t next_qpn = 17;  // QPNs are never reused within a fabric's life
   uint32_t next_id = 1;    // PD / CQ ids
   int live_qps = 0, live_pds = 0, live_cqs = 0;
+  bool crashed = false;  // a NodeCrash fault took its HCA away
+  // Counters.
+  uint64_t packets_sent = 0;
+  uint64_t packets_received = 0;
+  uint64_t packets_dropped = 0;
+  uint64_t icrc_errors = 0;
+};
+
+// Per-node counters, as read through Fabric::GetNodeStats.
+struct NodeStats {
+  uint64_t packets_sent = 0;
+  uint64_t packets_received = 0;
+  uint64_t packets_dropped = 0;
+  uint64_t icrc_errors = 0;
 };
 
 struct FabricOptions {
@@ -49,6 +68,12 @@ struct FabricOptions {
   // Link model: every node pair is one link with this latency and rate.
   absl::Duration latency = absl::Microseconds(1);
   double gbit_per_s = 100;
+  // Extra random delay per packet, uniform in [0, jitter], drawn from the
+  // seeded source. Packets of one QP to one QP keep their order; packets of
+  // different QPs and nodes interleave differently per seed.
+  absl::Duration jitter = absl::ZeroDuration();
+  // Faults in the text form of sim/faults.h.
+  std::string faults;
 };
 
 class Fabric {
@@ -94,6 +119,13 @@ class Fabric {
   void RunFor(absl::Duration d);
   // Virtual time since the fabric was made.
   absl::Duration Now();
+  // Adds fault rules (text form of sim/faults.h); EINVAL naming the column of
+  // a bad rule, with nothing added.
+  absl::Status AddFaults(absl::string_view text);
+  absl::Status AddFaultPlan(FaultPlan plan);
+  // How often each packet rule matched and fired, in the order added.
+  std::vector<PacketRule> PacketRules();
+  absl::StatusOr<NodeStats> GetNodeStats(int node);
   // The trace: its hash identifies a run; records are kept once asked for.
   uint64_t TraceHash();
   void KeepTrace(bool keep);
@@ -131,6 +163,10 @@ class Fabric {
   void Wake() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
   Trace& trace() { return trace_; }
+  std::mt19937_64& rng() { return rng_; }
+  // Forced local faults: true when this registration / post must fail.
+  bool RegistrationFaultDue();
+  bool PostFaultDue();
   // Records a packet event (transmit, deliver, drop) at `node`.
   void TracePacket(TraceKind kind, const Packet& p, absl::string_view note = {});
 
@@ -144,7 +180,13 @@ class Fabric {
     }
   };
   bool Step();
-  void Deliver(const Packet& packet);
+  void Deliver(const Packet& packet, bool corrupt);
+  // Applies the packet rules to a packet entering a link: whether it goes
+  // on, and how late (extra_ns) or how often (copies).
+  bool ApplyPacketFaults(const Packet& p, int64_t* extra_ns, int* copies,
+                         bool* corrupt, bool* bypass_fifo);
+  void CrashNode(int node);
+  void ForceQpError(int node, uint32_t qpn);
 
   FabricOptions options_;
   std::mutex mu_;
@@ -155,6 +197,12 @@ class Fabric {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   // When each directed link is next free, for in-order serialisation.
   std::map<std::pair<int, int>, int64_t> link_free_ns_;
+  // When each QP-to-QP flow last delivered, so jitter keeps a flow in order.
+  std::map<std::tuple<int, uint32_t, int, uint32_t>, int64_t> flow_last_ns_;
+  std::mt19937_64 rng_;
+  FaultPlan faults_;
+  uint64_t registrations_ = 0;
+  uint64_t posts_ = 0;
   uint64_t packets_sent_ = 0;
   Trace trace_;
   bool have_first_thread_ = false;

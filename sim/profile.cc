@@ -61,6 +61,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
   if (name == "rxe") {
     p.name = "rxe";
     p.recv_access_status = WcStatus::kLocQpOpErr;
+    // rxe_resp.c: a message longer than the receive is a class C "invalid
+    // request" error, completed with that status on the receiver too.
+    p.recv_too_small_status = WcStatus::kRemInvReqErr;
     return p;
   }
   return Errno(ENOENT, "no sim profile named '%s' (known: %s)", name,

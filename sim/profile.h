@@ -24,6 +24,9 @@ struct SimProfile {
   // Status of the receive whose buffer failed the local access check (bad
   // lkey, outside its MR, MR without LOCAL_WRITE). The sender sees REM_OP_ERR.
   WcStatus recv_access_status = WcStatus::kLocProtErr;
+  // Status of the receive whose buffer is too small for the message. The
+  // sender sees REM_INV_REQ_ERR either way.
+  WcStatus recv_too_small_status = WcStatus::kLocLenErr;
   // Whether a zero-length RDMA read/write skips the rkey check (rxe: yes; the
   // spec allows either).
   bool zero_length_skips_rkey_check = true;

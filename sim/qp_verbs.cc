@@ -375,10 +375,16 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
   for (size_t i = 0; i < wrs.size(); ++i) {
     if (bad_index != nullptr) *bad_index = i;
     const SendWr& wr = wrs[i];
-    if (absl::Status s = CheckSendWr(qp, wr); !s.ok()) return s;
-    if (qp.sq.size() >= qp.cap.max_send_wr) {
-      return Errno(ENOMEM, "qp %u: send queue full (%u WRs)", qp.qpn,
-                   qp.cap.max_send_wr);
+    absl::Status s = CheckSendWr(qp, wr);
+    if (s.ok() && qp.sq.size() >= qp.cap.max_send_wr) {
+      s = Errno(ENOMEM, "qp %u: send queue full (%u WRs)", qp.qpn,
+                qp.cap.max_send_wr);
+    }
+    if (!s.ok()) {
+      // The WRs before the bad one are posted and go out (ibv_post_send(3):
+      // bad_wr is the first one not posted).
+      RequesterRun(qp);
+      return s;
     }
     SendWqe w = MakeWqe(qp, wr);
     if (qp.state == S::kErr) {

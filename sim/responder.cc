@@ -96,7 +96,8 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
   if (qp.recv_offset + len > qp.cur_recv.capacity) {
     // Receive buffer too small: LOC_LEN_ERR here, NAK invalid request.
     qp.in_send = false;
-    CompleteRecv(qp, qp.cur_recv, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, p);
+    CompleteRecv(qp, qp.cur_recv, profile.recv_too_small_status,
+                 WcOpcode::kRecv, 0, p);
     FatalNak(qp, p.psn, NakCode::kInvalidRequest);
     return;
   }

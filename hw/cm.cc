@@ -1,0 +1,630 @@
+// Connection setup of the "hw" provider through librdmacm (see hw/cm.h).
+#include "hw/cm.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/errors.h"
+#include "core/names.h"
+#include "hw/verbs.h"
+
+namespace verbsim {
+namespace hw {
+
+// ---------------------------------------------------------------------------
+// Addresses.
+
+int SockAddr::port() const {
+  if (storage.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+}
+
+void SockAddr::set_port(int port) {
+  const uint16_t p = htons(static_cast<uint16_t>(port));
+  if (storage.ss_family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = p;
+  } else {
+    reinterpret_cast<sockaddr_in*>(&storage)->sin_port = p;
+  }
+}
+
+absl::StatusOr<SockAddr> ParseAddress(absl::string_view address,
+                                      bool port_optional) {
+  absl::string_view host = address;
+  absl::string_view port;
+  bool has_port = false;
+  if (!address.empty() && address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == absl::string_view::npos) {
+      return Errno(EINVAL, "address '%s': missing ']'", address);
+    }
+    host = address.substr(1, close - 1);
+    absl::string_view rest = address.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        return Errno(EINVAL, "address '%s': expected ':port' after ']'",
+                     address);
+      }
+      port = rest.substr(1);
+      has_port = true;
+    }
+  } else if (const size_t colon = address.rfind(':');
+             colon != absl::string_view::npos) {
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    has_port = true;
+    if (host.find(':') != absl::string_view::npos) {
+      return Errno(EINVAL, "address '%s': write an IPv6 address as [addr]:port",
+                   address);
+    }
+  }
+  if (!has_port && !port_optional) {
+    return Errno(EINVAL, "address '%s' has no port (expected ip:port)",
+                 address);
+  }
+  int port_num = 0;
+  if (has_port && (!absl::SimpleAtoi(port, &port_num) || port_num < 0 ||
+                   port_num > 65535)) {
+    return Errno(EINVAL, "address '%s': port '%s' is not a number 0..65535",
+                 address, port);
+  }
+  const std::string host_str(host);
+  SockAddr out;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out.storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
+  if (inet_pton(AF_INET, host_str.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+  } else if (inet_pton(AF_INET6, host_str.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+  } else {
+    return Errno(EINVAL, "address '%s': '%s' is not an IPv4 or IPv6 address",
+                 address, host);
+  }
+  out.set_port(port_num);
+  return out;
+}
+
+std::string FormatAddress(const sockaddr* addr) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (addr->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+    return absl::StrFormat("[%s]:%d", text, ntohs(v6->sin6_port));
+  }
+  const auto* v4 = reinterpret_cast<const sockaddr_in*>(addr);
+  inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
+  return absl::StrFormat("%s:%d", text, ntohs(v4->sin_port));
+}
+
+namespace {
+
+// A synchronous cm_id (no event channel) bound to `addr`; null on failure,
+// with errno set.
+rdma_cm_id* BindSync(const SockAddr& addr) {
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) != 0) return nullptr;
+  SockAddr copy = addr;
+  if (rdma_bind_addr(id, copy.get()) != 0) {
+    const int err = errno;
+    rdma_destroy_id(id);
+    errno = err;
+    return nullptr;
+  }
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<SockAddr> DeviceAddress(absl::string_view device) {
+  absl::StatusOr<std::unique_ptr<Context>> context = OpenDevice(device);
+  if (!context.ok()) return context.status();
+  // RoCE: the GID table holds the IPv4-mapped GIDs of the netdev's addresses.
+  // (rxe's table is long and mostly empty: the first entries suffice.)
+  for (int port = 1; port <= (*context)->device_attr().phys_port_cnt; ++port) {
+    absl::StatusOr<PortAttr> attr = (*context)->QueryPort(port);
+    if (!attr.ok()) continue;
+    for (int index = 0; index < std::min(attr->gid_tbl_len, 64); ++index) {
+      absl::StatusOr<Gid> gid = (*context)->QueryGid(port, index);
+      if (!gid.ok()) continue;
+      const Gid& g = *gid;
+      bool v4_mapped = g[10] == 0xff && g[11] == 0xff;
+      for (int i = 0; i < 10 && v4_mapped; ++i) v4_mapped = g[i] == 0;
+      if (!v4_mapped) continue;
+      SockAddr out;
+      auto* v4 = reinterpret_cast<sockaddr_in*>(&out.storage);
+      v4->sin_family = AF_INET;
+      std::memcpy(&v4->sin_addr, &g[12], 4);
+      return out;
+    }
+  }
+  context->reset();
+  // iWARP and others: the interface address rdma_cm maps to the device.
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return SysError(errno, "getifaddrs");
+  absl::StatusOr<SockAddr> found =
+      Errno(ENODEV,
+            "RDMA device %s has no IPv4 address (set VERBSIM_HW_ADDRESS to "
+            "ip or ip:port)",
+            device);
+  for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET ||
+        (ifa->ifa_flags & IFF_LOOPBACK) != 0 ||
+        (ifa->ifa_flags & IFF_UP) == 0) {
+      continue;
+    }
+    SockAddr addr;
+    std::memcpy(&addr.storage, ifa->ifa_addr, sizeof(sockaddr_in));
+    addr.set_port(0);
+    rdma_cm_id* id = BindSync(addr);
+    if (id == nullptr) continue;
+    const bool match = id->verbs != nullptr &&
+                       device == ibv_get_device_name(id->verbs->device);
+    rdma_destroy_id(id);
+    if (match) {
+      found = addr;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+absl::StatusOr<int> FreshPort(const SockAddr& addr) {
+  SockAddr any = addr;
+  any.set_port(0);
+  rdma_cm_id* id = BindSync(any);
+  if (id == nullptr) {
+    return SysError(
+        errno, absl::StrFormat("rdma_bind_addr(%s)", FormatAddress(any.get())));
+  }
+  const int port = ntohs(rdma_get_src_port(id));
+  rdma_destroy_id(id);
+  return port;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Events.
+
+constexpr int kResolveTimeoutMs = 2000;
+
+// The fields of an rdma_cm_event, copied before the event is acknowledged.
+struct CmEvent {
+  rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+  int status = 0;
+  rdma_cm_id* id = nullptr;
+  rdma_conn_param conn = {};  // without private data
+};
+
+absl::Status CreateChannel(CmId* cm) {
+  cm->channel = rdma_create_event_channel();
+  if (cm->channel == nullptr) {
+    const int err = errno;
+    return SysError(err, err == ENODEV ? "rdma_create_event_channel: "
+                                         "librdmacm found no RDMA device"
+                                       : "rdma_create_event_channel");
+  }
+  return SetNonBlocking(cm->channel->fd, "an rdma_cm event channel");
+}
+
+absl::StatusOr<CmEvent> NextEvent(rdma_event_channel* channel,
+                                  absl::Time deadline,
+                                  absl::string_view waiting_for) {
+  while (true) {
+    absl::StatusOr<bool> ready = WaitReadable(channel->fd, deadline);
+    if (!ready.ok()) return ready.status();
+    if (!*ready)
+      return Errno(ETIMEDOUT, "timed out waiting for %s", waiting_for);
+    rdma_cm_event* event = nullptr;
+    if (rdma_get_cm_event(channel, &event) != 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return SysError(errno, "rdma_get_cm_event");
+    }
+    CmEvent out;
+    out.type = event->event;
+    out.status = event->status;
+    out.id = event->id;
+    out.conn = event->param.conn;
+    out.conn.private_data = nullptr;
+    out.conn.private_data_len = 0;
+    rdma_ack_cm_event(event);
+    return out;
+  }
+}
+
+// The error an unexpected or failure event stands for.
+absl::Status EventError(const CmEvent& event, absl::string_view context) {
+  int err = event.status < 0 ? -event.status : 0;
+  switch (event.type) {
+    case RDMA_CM_EVENT_REJECTED:
+      // status: the IB CM reject reason (28: no listener), or -errno.
+      return Errno(ECONNREFUSED, "%s: rejected (%s, status %d)", context,
+                   rdma_event_str(event.type), event.status);
+    case RDMA_CM_EVENT_DISCONNECTED:
+      return Errno(ENOTCONN, "%s: disconnected by the peer", context);
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+      return Errno(ENODEV, "%s: the RDMA device was removed", context);
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+      if (err == 0) err = ETIMEDOUT;
+      break;
+    default:
+      if (err == 0) err = EIO;
+      break;
+  }
+  return Errno(err, "%s: %s (status %d)", context, rdma_event_str(event.type),
+               event.status);
+}
+
+absl::Status Expect(rdma_event_channel* channel, rdma_cm_event_type type,
+                    absl::Duration timeout, absl::string_view context) {
+  absl::StatusOr<CmEvent> event =
+      NextEvent(channel, absl::Now() + timeout,
+                absl::StrFormat("%s (%s)", rdma_event_str(type), context));
+  if (!event.ok()) return event.status();
+  if (event->type != type || event->status != 0) {
+    return EventError(*event, context);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<rdma_port_space> PortSpace(QpType type) {
+  switch (type) {
+    case QpType::kRc:
+      return RDMA_PS_TCP;
+    case QpType::kUd:
+      return RDMA_PS_UDP;
+    default:
+      return Errno(EOPNOTSUPP,
+                   "hw: rdma_cm connects RC and UD endpoints, not qp_type %s",
+                   QpTypeName(type));
+  }
+}
+
+bool IsIwarp(const rdma_cm_id* id) {
+  return id->verbs != nullptr &&
+         id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
+absl::Status CheckDevice(const rdma_cm_id* id, const EndpointAttr& attr,
+                         absl::string_view address) {
+  if (attr.device.empty() || id->verbs == nullptr) return absl::OkStatus();
+  const std::string actual = ibv_get_device_name(id->verbs->device);
+  if (actual != attr.device) {
+    return Errno(EINVAL, "address %s is on RDMA device %s, not attr.device %s",
+                 address, actual, attr.device);
+  }
+  return absl::OkStatus();
+}
+
+uint8_t Clamp(int value, int max) {
+  return static_cast<uint8_t>(std::max(0, std::min({value, max, 255})));
+}
+
+// Moves the endpoint's QP to `state` with the attributes rdma_cm computed
+// (rdma_init_qp_attr(3)), overriding what EndpointAttr chooses. -1 for
+// `resp_res` / `init_depth` keeps rdma_cm's values.
+absl::Status MoveQp(rdma_cm_id* id, Endpoint& ep, ibv_qp_state state,
+                    int resp_res = -1, int init_depth = -1) {
+  const EndpointAttr& attr = ep.attr();
+  const DeviceAttr& dev = ep.context()->device_attr();
+  ibv_qp_attr a = {};
+  int mask = 0;
+  a.qp_state = state;
+  if (rdma_init_qp_attr(id, &a, &mask) != 0) {
+    return SysError(errno,
+                    absl::StrFormat("rdma_init_qp_attr(%s)",
+                                    QpStateName(static_cast<QpState>(state))));
+  }
+  if (mask & IBV_QP_ACCESS_FLAGS) {
+    a.qp_access_flags = attr.qp_access;
+    if (dev.atomic_cap == AtomicCap::kNone) {
+      a.qp_access_flags &= ~kAccessRemoteAtomic;
+    }
+  }
+  if ((mask & IBV_QP_PATH_MTU) &&
+      static_cast<int>(attr.path_mtu) < static_cast<int>(a.path_mtu)) {
+    a.path_mtu = static_cast<ibv_mtu>(attr.path_mtu);
+  }
+  if (mask & IBV_QP_QKEY) a.qkey = attr.qkey;
+  if (mask & IBV_QP_MIN_RNR_TIMER) a.min_rnr_timer = attr.min_rnr_timer;
+  if (mask & IBV_QP_TIMEOUT) a.timeout = attr.timeout;
+  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && resp_res >= 0) {
+    a.max_dest_rd_atomic = static_cast<uint8_t>(resp_res);
+  }
+  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && init_depth >= 0) {
+    a.max_rd_atomic = static_cast<uint8_t>(init_depth);
+  }
+  return ModifyRawQp(ep.qp(), &a, mask, "rdma_cm");
+}
+
+// UD: INIT from rdma_cm, then RTR and RTS by hand.
+absl::Status ReadyUd(rdma_cm_id* id, Endpoint& ep) {
+  if (absl::Status s = MoveQp(id, ep, IBV_QPS_INIT); !s.ok()) return s;
+  ibv_qp_attr a = {};
+  a.qp_state = IBV_QPS_RTR;
+  if (absl::Status s = ModifyRawQp(ep.qp(), &a, IBV_QP_STATE, "UD to RTR");
+      !s.ok()) {
+    return s;
+  }
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = ep.attr().sq_psn;
+  return ModifyRawQp(ep.qp(), &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "UD to RTS");
+}
+
+// ---------------------------------------------------------------------------
+// The connection of one endpoint.
+
+class CmConnection final : public Endpoint::Connection {
+ public:
+  CmConnection(std::shared_ptr<CmId> cm, Endpoint* ep, bool active,
+               bool established, std::string peer)
+      : cm_(std::move(cm)),
+        ep_(ep),
+        active_(active),
+        established_(established),
+        peer_(std::move(peer)) {}
+  ~CmConnection() override {
+    if (established_ && ep_->attr().qp_type == QpType::kRc) {
+      rdma_disconnect(cm_->id);
+    }
+  }
+
+  absl::Status WaitEstablished(absl::Duration timeout) override {
+    if (established_) return absl::OkStatus();
+    if (!failed_.ok()) return failed_;
+    const absl::Time deadline = absl::Now() + timeout;
+    const std::string context = absl::StrFormat("%s connection with %s (qp %u)",
+                                                active_ ? "active" : "passive",
+                                                peer_, ep_->qp()->qp_num());
+    while (true) {
+      absl::StatusOr<CmEvent> event =
+          NextEvent(cm_->channel, deadline,
+                    absl::StrCat("the ", context, " to be established"));
+      if (!event.ok()) {
+        if (ErrnoOf(event.status()) != ETIMEDOUT) failed_ = event.status();
+        return event.status();
+      }
+      switch (event->type) {
+        case RDMA_CM_EVENT_CONNECT_RESPONSE:
+          // IB/RoCE active side with an external QP: librdmacm leaves RTR,
+          // RTS and the RTU (rdma_establish) to us.
+          if (absl::Status s = CompleteActive(); !s.ok()) {
+            failed_ = s;
+            return s;
+          }
+          established_ = true;
+          return absl::OkStatus();
+        case RDMA_CM_EVENT_ESTABLISHED:
+          if (event->status != 0) break;
+          established_ = true;
+          return absl::OkStatus();
+        case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+        case RDMA_CM_EVENT_ADDR_CHANGE:
+          continue;
+        default:
+          break;
+      }
+      failed_ = EventError(*event, context);
+      return failed_;
+    }
+  }
+
+ private:
+  absl::Status CompleteActive() {
+    absl::Status s = MoveQp(cm_->id, *ep_, IBV_QPS_RTR);
+    if (s.ok()) s = MoveQp(cm_->id, *ep_, IBV_QPS_RTS);
+    if (s.ok() && rdma_establish(cm_->id) != 0) {
+      s = SysError(errno, "rdma_establish");
+    }
+    if (!s.ok()) rdma_reject(cm_->id, nullptr, 0);
+    return s;
+  }
+
+  std::shared_ptr<CmId> cm_;
+  Endpoint* ep_;  // owns this connection
+  bool active_;
+  bool established_;
+  absl::Status failed_;
+  std::string peer_;
+};
+
+// ---------------------------------------------------------------------------
+// Listener.
+
+class CmListener final : public Listener {
+ public:
+  CmListener(std::unique_ptr<CmId> cm, EndpointAttr attr, std::string address)
+      : cm_(std::move(cm)),
+        attr_(std::move(attr)),
+        address_(std::move(address)) {}
+
+  std::string address() const override { return address_; }
+
+  absl::StatusOr<std::unique_ptr<Endpoint>> Accept(
+      absl::Duration timeout) override {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (true) {
+      absl::StatusOr<CmEvent> event =
+          NextEvent(cm_->channel, deadline,
+                    absl::StrFormat("a connection request on %s", address_));
+      if (!event.ok()) return event.status();
+      if (event->type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+        return EventError(*event, absl::StrCat("listener on ", address_));
+      }
+      if (event->type != RDMA_CM_EVENT_CONNECT_REQUEST) continue;
+      auto conn = std::make_shared<CmId>();
+      conn->id = event->id;  // destroyed with `conn` if anything fails
+      absl::StatusOr<std::unique_ptr<Endpoint>> ep = AcceptOne(conn, *event);
+      if (!ep.ok()) rdma_reject(conn->id, nullptr, 0);
+      return ep;
+    }
+  }
+
+ private:
+  absl::StatusOr<std::unique_ptr<Endpoint>> AcceptOne(
+      const std::shared_ptr<CmId>& conn, const CmEvent& request) {
+    const std::string peer = FormatAddress(rdma_get_peer_addr(conn->id));
+    // Each endpoint gets its own event channel.
+    if (absl::Status s = CreateChannel(conn.get()); !s.ok()) return s;
+    if (rdma_migrate_id(conn->id, conn->channel) != 0) {
+      return SysError(errno, "rdma_migrate_id");
+    }
+    if (absl::Status s = CheckDevice(conn->id, attr_, address_); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<std::unique_ptr<Context>> context = WrapCmContext(conn);
+    if (!context.ok()) return context.status();
+    absl::StatusOr<std::unique_ptr<Endpoint>> ep =
+        Endpoint::Create(*std::move(context), attr_);
+    if (!ep.ok()) return ep.status();
+    Endpoint& e = **ep;
+    const DeviceAttr& dev = e.context()->device_attr();
+    rdma_conn_param param = {};
+    param.qp_num = e.qp()->qp_num();
+    param.rnr_retry_count = Clamp(attr_.rnr_retry, 7);
+    param.flow_control = 1;
+    bool established = false;
+    if (attr_.qp_type == QpType::kUd) {
+      if (absl::Status s = ReadyUd(conn->id, e); !s.ok()) return s;
+      established = true;  // SIDR: the reply is all there is
+    } else {
+      const int resp_res =
+          Clamp(std::min<int>(attr_.max_dest_rd_atomic,
+                              request.conn.responder_resources),
+                dev.max_qp_rd_atom);
+      const int init_depth = Clamp(
+          std::min<int>(attr_.max_rd_atomic, request.conn.initiator_depth),
+          dev.max_qp_init_rd_atom);
+      param.responder_resources = static_cast<uint8_t>(resp_res);
+      param.initiator_depth = static_cast<uint8_t>(init_depth);
+      absl::Status s = MoveQp(conn->id, e, IBV_QPS_INIT);
+      if (s.ok() && !IsIwarp(conn->id)) {
+        s = MoveQp(conn->id, e, IBV_QPS_RTR, resp_res, init_depth);
+        if (s.ok()) s = MoveQp(conn->id, e, IBV_QPS_RTS, resp_res, init_depth);
+      }
+      if (!s.ok()) return s;
+    }
+    if (rdma_accept(conn->id, &param) != 0) {
+      return SysError(errno, absl::StrFormat("rdma_accept(%s)", peer));
+    }
+    e.set_connection(std::make_unique<CmConnection>(conn, &e, /*active=*/false,
+                                                    established, peer));
+    return ep;
+  }
+
+  std::unique_ptr<CmId> cm_;
+  EndpointAttr attr_;
+  std::string address_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Listener>> CmListen(absl::string_view address,
+                                                   const EndpointAttr& attr) {
+  absl::StatusOr<SockAddr> addr = ParseAddress(address);
+  if (!addr.ok()) return addr.status();
+  absl::StatusOr<rdma_port_space> ps = PortSpace(attr.qp_type);
+  if (!ps.ok()) return ps.status();
+  auto cm = std::make_unique<CmId>();
+  if (absl::Status s = CreateChannel(cm.get()); !s.ok()) return s;
+  if (rdma_create_id(cm->channel, &cm->id, nullptr, *ps) != 0) {
+    return SysError(errno, "rdma_create_id");
+  }
+  if (rdma_bind_addr(cm->id, addr->get()) != 0) {
+    return SysError(errno, absl::StrFormat("rdma_bind_addr(%s)", address));
+  }
+  if (absl::Status s = CheckDevice(cm->id, attr, address); !s.ok()) return s;
+  if (rdma_listen(cm->id, 16) != 0) {
+    return SysError(errno, absl::StrFormat("rdma_listen(%s)", address));
+  }
+  SockAddr bound;
+  std::memcpy(&bound.storage, rdma_get_local_addr(cm->id),
+              sizeof(bound.storage));
+  bound.set_port(ntohs(rdma_get_src_port(cm->id)));
+  return std::unique_ptr<Listener>(
+      new CmListener(std::move(cm), attr, FormatAddress(bound.get())));
+}
+
+absl::StatusOr<std::unique_ptr<Endpoint>> CmConnect(absl::string_view address,
+                                                    const EndpointAttr& attr,
+                                                    const SockAddr* source) {
+  absl::StatusOr<SockAddr> dst = ParseAddress(address);
+  if (!dst.ok()) return dst.status();
+  if (dst->port() == 0) {
+    return Errno(EINVAL, "Connect: address '%s' has port 0", address);
+  }
+  absl::StatusOr<rdma_port_space> ps = PortSpace(attr.qp_type);
+  if (!ps.ok()) return ps.status();
+  auto cm = std::make_shared<CmId>();
+  if (absl::Status s = CreateChannel(cm.get()); !s.ok()) return s;
+  if (rdma_create_id(cm->channel, &cm->id, nullptr, *ps) != 0) {
+    return SysError(errno, "rdma_create_id");
+  }
+  SockAddr src;
+  if (source != nullptr) src = *source;
+  if (rdma_resolve_addr(cm->id, source != nullptr ? src.get() : nullptr,
+                        dst->get(), kResolveTimeoutMs) != 0) {
+    return SysError(errno, absl::StrFormat("rdma_resolve_addr(%s)", address));
+  }
+  const absl::Duration wait = absl::Milliseconds(kResolveTimeoutMs + 1000);
+  const std::string context = absl::StrCat("connect to ", address);
+  if (absl::Status s =
+          Expect(cm->channel, RDMA_CM_EVENT_ADDR_RESOLVED, wait, context);
+      !s.ok()) {
+    return s;
+  }
+  if (rdma_resolve_route(cm->id, kResolveTimeoutMs) != 0) {
+    return SysError(errno, absl::StrFormat("rdma_resolve_route(%s)", address));
+  }
+  if (absl::Status s =
+          Expect(cm->channel, RDMA_CM_EVENT_ROUTE_RESOLVED, wait, context);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckDevice(cm->id, attr, address); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Context>> ctx = WrapCmContext(cm);
+  if (!ctx.ok()) return ctx.status();
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep =
+      Endpoint::Create(*std::move(ctx), attr);
+  if (!ep.ok()) return ep.status();
+  Endpoint& e = **ep;
+  const DeviceAttr& dev = e.context()->device_attr();
+  rdma_conn_param param = {};
+  param.qp_num = e.qp()->qp_num();
+  if (attr.qp_type == QpType::kUd) {
+    if (absl::Status s = ReadyUd(cm->id, e); !s.ok()) return s;
+  } else {
+    if (absl::Status s = MoveQp(cm->id, e, IBV_QPS_INIT); !s.ok()) return s;
+    param.responder_resources =
+        Clamp(attr.max_dest_rd_atomic, dev.max_qp_rd_atom);
+    param.initiator_depth = Clamp(attr.max_rd_atomic, dev.max_qp_init_rd_atom);
+    param.retry_count = Clamp(attr.retry_cnt, 7);
+    param.rnr_retry_count = Clamp(attr.rnr_retry, 7);
+    param.flow_control = 1;
+  }
+  if (rdma_connect(cm->id, &param) != 0) {
+    return SysError(errno, absl::StrFormat("rdma_connect(%s)", address));
+  }
+  e.set_connection(std::make_unique<CmConnection>(
+      cm, &e, /*active=*/true, /*established=*/false, std::string(address)));
+  return ep;
+}
+
+}  // namespace hw
+}  // namespace verbsim

@@ -1,0 +1,294 @@
+// Completion queues and channels: depth, polling, blocking waits with
+// timeouts, notification, overflow.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/names.h"
+#include "core/types.h"
+#include "core/verbs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fixture.h"
+#include "tests/matchers.h"
+
+namespace verbsim {
+namespace testing {
+namespace {
+
+using ::testing::IsEmpty;
+
+class CqDepthTest : public ProviderTestWithParam<int> {};
+
+TEST_P(CqDepthTest, HoldsAtLeastTheRequestedEntries) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq,
+                       context->CreateCq(param(), nullptr));
+  EXPECT_GE(cq->cqe(), param());
+  EXPECT_LE(cq->cqe(), context->device_attr().max_cqe);
+  EXPECT_EQ(cq->channel(), nullptr);
+}
+
+INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(CqDepthTest,
+                                       ::testing::Values(1, 2, 100, 1000));
+
+class CqTest : public ProviderTest {};
+
+TEST_P(CqTest, MaxCqeIsAccepted) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  const int max = context->device_attr().max_cqe;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq, context->CreateCq(max, nullptr));
+  EXPECT_GE(cq->cqe(), max);
+}
+
+TEST_P(CqTest, BadDepthIsEinval) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  EXPECT_THAT(context->CreateCq(0, nullptr), HasErrno(EINVAL));
+  EXPECT_THAT(context->CreateCq(-1, nullptr), HasErrno(EINVAL));
+  EXPECT_THAT(context->CreateCq(context->device_attr().max_cqe + 1, nullptr),
+              HasErrno(EINVAL));
+}
+
+TEST_P(CqTest, PollOfAnEmptyCqReturnsZero) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq, context->CreateCq(16, nullptr));
+  std::vector<WorkCompletion> wcs(4);
+  EXPECT_THAT(cq->Poll(absl::MakeSpan(wcs)), IsOkAndHolds(0));
+  EXPECT_THAT(cq->Poll(absl::MakeSpan(wcs)), IsOkAndHolds(0));
+}
+
+TEST_P(CqTest, GetSendCompTimesOutWhenNothingIsPosted) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  const absl::Time start = absl::Now();
+  absl::StatusOr<WorkCompletion> wc =
+      p->client().GetSendComp(absl::Milliseconds(50));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_THAT(wc, HasErrno(ETIMEDOUT));
+  EXPECT_THAT(wc, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_GE(took, absl::Milliseconds(45));
+  EXPECT_LT(took, absl::Seconds(5));
+}
+
+TEST_P(CqTest, GetRecvCompTimesOutWhenNothingArrives) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  ASSERT_OK(p->server().PostRecv(1, p->sbuf.data(), 64, p->smr.get()));
+  EXPECT_THAT(p->server().GetRecvComp(absl::Milliseconds(50)),
+              HasErrno(ETIMEDOUT));
+}
+
+TEST_P(CqTest, GetSendCompAndGetRecvCompReturnCompletions) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  ASSERT_OK(p->server().PostRecv(1, p->sbuf.data(), 64, p->smr.get()));
+  ASSERT_OK(p->client().PostSend(2, p->cbuf.data(), 64, p->cmr.get(),
+                                 kSendSignaled));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion swc, p->client().GetSendComp(kTimeout));
+  EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend)) << swc;
+  ASSERT_OK_AND_ASSIGN(WorkCompletion rwc, p->server().GetRecvComp(kTimeout));
+  EXPECT_THAT(rwc, WcOk(1u, WcOpcode::kRecv)) << rwc;
+}
+
+TEST_P(CqTest, PollReturnsSeveralCompletionsAtOnceInOrder) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  for (uint64_t id = 0; id < 5; ++id) {
+    ASSERT_OK(p->client().PostWrite(id, p->cbuf.data(), 8, p->cmr.get(),
+                                    kSendSignaled, p->sbuf.addr(),
+                                    p->smr->rkey()));
+  }
+  // Wait until all five are there, then take them with one Poll.
+  std::vector<WorkCompletion> got;
+  const absl::Time deadline = absl::Now() + kTimeout;
+  std::vector<WorkCompletion> wcs(10);
+  while (got.size() < 5 && absl::Now() < deadline) {
+    ASSERT_OK_AND_ASSIGN(int n, p->client().send_cq()->Poll(absl::MakeSpan(wcs)));
+    ASSERT_LE(n, 10);
+    got.insert(got.end(), wcs.begin(), wcs.begin() + n);
+  }
+  ASSERT_EQ(got.size(), 5u);
+  for (uint64_t id = 0; id < 5; ++id) {
+    EXPECT_THAT(got[id], WcOk(id, WcOpcode::kRdmaWrite)) << got[id];
+  }
+  EXPECT_THAT(p->client().send_cq()->Poll(absl::MakeSpan(wcs)),
+              IsOkAndHolds(0));
+}
+
+TEST_P(CqTest, PollIntoAnEmptySpanReturnsZeroAndKeepsTheCompletion) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  ASSERT_OK(p->client().PostWrite(1, p->cbuf.data(), 8, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr(),
+                                  p->smr->rkey()));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
+  EXPECT_THAT(wc, WcOk(1u, WcOpcode::kRdmaWrite));
+  ASSERT_OK(p->client().PostWrite(2, p->cbuf.data(), 8, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr(),
+                                  p->smr->rkey()));
+  EXPECT_THAT(p->client().send_cq()->Poll({}), IsOkAndHolds(0));
+  ASSERT_OK_AND_ASSIGN(wc, Await(p->client().send_cq()));
+  EXPECT_THAT(wc, WcOk(2u, WcOpcode::kRdmaWrite));
+}
+
+TEST_P(CqTest, OneCqServesBothQueuesOfAQp) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
+  ASSERT_OK(BringQpTo(*raw, QpState::kRts));  // connected to itself
+  Buffer buf(8192);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> mr,
+                       raw->pd->RegMr(buf.data(), 8192, kAccessLocalWrite));
+  buf.FillPattern(3, 0, 100);
+  const Sge rsge = SgeOf(*mr, 4096, 4096);
+  RecvWr rwr;
+  rwr.wr_id = 1;
+  rwr.sg_list = {&rsge, 1};
+  ASSERT_OK(raw->qp->PostRecv(rwr));
+  const Sge ssge = SgeOf(*mr, 0, 100);
+  ASSERT_OK(raw->qp->PostSend(MakeWr(WrOpcode::kSend, 2, {&ssge, 1})));
+  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                       AwaitN(raw->cq.get(), 2));
+  // One of each, on the one CQ (their relative order is not specified).
+  int sends = 0, recvs = 0;
+  for (const WorkCompletion& wc : wcs) {
+    EXPECT_EQ(wc.status, WcStatus::kSuccess) << wc;
+    if (wc.opcode == WcOpcode::kSend && wc.wr_id == 2) ++sends;
+    if (wc.opcode == WcOpcode::kRecv && wc.wr_id == 1) ++recvs;
+  }
+  EXPECT_EQ(sends, 1);
+  EXPECT_EQ(recvs, 1);
+  EXPECT_EQ(buf.Bytes(4096, 100), buf.Bytes(0, 100));
+}
+
+// --- Completion channels -----------------------------------------------------
+
+TEST_P(CqTest, ArmedCqRaisesAChannelEvent) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  Cq* cq = p->client().send_cq();
+  CompChannel* channel = cq->channel();
+  ASSERT_NE(channel, nullptr);
+  ASSERT_OK(cq->ReqNotify(false));
+  ASSERT_OK(p->client().PostWrite(1, p->cbuf.data(), 8, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr(),
+                                  p->smr->rkey()));
+  ASSERT_OK_AND_ASSIGN(Cq* event_cq, channel->GetEvent(kTimeout));
+  EXPECT_EQ(event_cq, cq);
+  channel->AckEvents(event_cq, 1);
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(cq));
+  EXPECT_THAT(wc, WcOk(1u, WcOpcode::kRdmaWrite));
+}
+
+TEST_P(CqTest, UnarmedCqRaisesNoEvent) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  Cq* cq = p->client().send_cq();
+  ASSERT_OK(p->client().PostWrite(1, p->cbuf.data(), 8, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr(),
+                                  p->smr->rkey()));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(cq));
+  EXPECT_THAT(wc, WcOk(1u, WcOpcode::kRdmaWrite));
+  EXPECT_THAT(cq->channel()->GetEvent(absl::Milliseconds(50)),
+              HasErrno(ETIMEDOUT));
+}
+
+TEST_P(CqTest, ArmingLastsForOneEvent) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  Cq* cq = p->client().send_cq();
+  ASSERT_OK(cq->ReqNotify(false));
+  ASSERT_OK(p->client().PostWrite(1, p->cbuf.data(), 8, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr(),
+                                  p->smr->rkey()));
+  ASSERT_OK_AND_ASSIGN(Cq* event_cq, cq->channel()->GetEvent(kTimeout));
+  cq->channel()->AckEvents(event_cq, 1);
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(cq));
+  // Not re-armed: the second completion raises nothing.
+  ASSERT_OK(p->client().PostWrite(2, p->cbuf.data(), 8, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr(),
+                                  p->smr->rkey()));
+  ASSERT_OK_AND_ASSIGN(wc, Await(cq));
+  EXPECT_THAT(wc, WcOk(2u, WcOpcode::kRdmaWrite));
+  EXPECT_THAT(cq->channel()->GetEvent(absl::Milliseconds(50)),
+              HasErrno(ETIMEDOUT));
+}
+
+TEST_P(CqTest, SolicitedOnlyArmingIgnoresUnsolicitedMessages) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  Cq* rcq = p->server().recv_cq();
+  ASSERT_OK(p->server().PostRecv(1, p->sbuf.data(), 64, p->smr.get()));
+  ASSERT_OK(p->server().PostRecv(2, p->sbuf.data() + 64, 64, p->smr.get()));
+  ASSERT_OK(rcq->ReqNotify(/*solicited_only=*/true));
+  // An unsolicited send: delivered (the sender's completion says so) ...
+  ASSERT_OK(p->client().PostSend(10, p->cbuf.data(), 8, p->cmr.get(),
+                                 kSendSignaled));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(p->client().send_cq()));
+  EXPECT_THAT(swc, WcOk(10u, WcOpcode::kSend));
+  // ... but raises no event.
+  EXPECT_THAT(rcq->channel()->GetEvent(absl::Milliseconds(50)),
+              HasErrno(ETIMEDOUT));
+  // A solicited one does.
+  ASSERT_OK(p->client().PostSend(11, p->cbuf.data(), 8, p->cmr.get(),
+                                 kSendSignaled | kSendSolicited));
+  ASSERT_OK_AND_ASSIGN(Cq* event_cq, rcq->channel()->GetEvent(kTimeout));
+  EXPECT_EQ(event_cq, rcq);
+  rcq->channel()->AckEvents(event_cq, 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs, AwaitN(rcq, 2));
+  EXPECT_THAT(wcs[0], WcOk(1u, WcOpcode::kRecv));
+  EXPECT_THAT(wcs[1], WcOk(2u, WcOpcode::kRecv));
+}
+
+TEST_P(CqTest, ChannelGetEventTimesOutWithNothingArmed) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompChannel> channel,
+                       context->CreateCompChannel());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq,
+                       context->CreateCq(8, channel.get()));
+  EXPECT_EQ(cq->channel(), channel.get());
+  ASSERT_OK(cq->ReqNotify(false));
+  EXPECT_THAT(channel->GetEvent(absl::Milliseconds(50)), HasErrno(ETIMEDOUT));
+}
+
+TEST_P(CqTest, ReqNotifyWithoutAChannelIsAccepted) {
+  // ibv_req_notify_cq on a CQ without a channel is legal; nothing is ever
+  // delivered.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq, context->CreateCq(8, nullptr));
+  EXPECT_OK(cq->ReqNotify(false));
+  EXPECT_OK(cq->ReqNotify(true));
+}
+
+// --- Overflow ------------------------------------------------------------------
+
+TEST_P(CqTest, OverflowRaisesCqErrAndMovesTheQpToErr) {
+  EndpointAttr attr = DefaultAttr();
+  attr.cq_depth = 4;
+  attr.cap.max_send_wr = 128;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair(64 * 1024, attr));
+  const int depth = p->client().send_cq()->cqe();
+  if (depth + 1 > 128) {
+    GTEST_SKIP() << "the CQ was rounded up to " << depth << " entries";
+  }
+  // depth + 1 signaled writes, none polled.
+  for (int i = 0; i <= depth; ++i) {
+    ASSERT_OK(p->client().PostWrite(i, p->cbuf.data(), 8, p->cmr.get(),
+                                    kSendSignaled, p->sbuf.addr(),
+                                    p->smr->rkey()));
+  }
+  // Progress without draining the client's send CQ: poll the server's
+  // (empty) CQs while waiting for the async event.
+  absl::StatusOr<AsyncEvent> event;
+  const absl::Time deadline = absl::Now() + kTimeout;
+  do {
+    EXPECT_THAT(Drain(p->server().recv_cq(), absl::Milliseconds(1)), IsEmpty());
+    event = p->client().context()->GetAsyncEvent(absl::Milliseconds(5));
+  } while (!event.ok() && absl::Now() < deadline);
+  ASSERT_OK(event);
+  EXPECT_EQ(event->type, AsyncEventType::kCqErr) << event->type;
+  // The QP that completes there is in error.
+  const absl::Time qp_deadline = absl::Now() + kTimeout;
+  while (p->client().qp()->state() != QpState::kErr &&
+         absl::Now() < qp_deadline) {
+    Drain(p->server().recv_cq(), absl::Milliseconds(1));
+  }
+  EXPECT_EQ(p->client().qp()->state(), QpState::kErr);
+}
+
+INSTANTIATE_PROVIDER_TEST_SUITE_P(CqTest);
+
+}  // namespace
+}  // namespace testing
+}  // namespace verbsim

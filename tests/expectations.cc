@@ -1,0 +1,93 @@
+#include "tests/expectations.h"
+
+#include "absl/strings/match.h"
+
+namespace verbsim {
+namespace testing {
+namespace {
+
+// IBTA / hardware behaviour, as rdma-unit-test expects it of real NICs. The
+// sim's default profile.
+Expectations Ibta() {
+  Expectations e;
+  e.profile = "ibta";
+  return e;
+}
+
+// Bits a real device accepts besides the ones verbsim names: HUGETLB and
+// FLUSH_* (bits 7..9) and the optional range (bits 20..29, ignored when
+// unsupported).
+constexpr uint32_t kVendorAccessBits = 0x000003ffu | 0x3ff00000u;
+
+// Whatever holds for every real device behind rdma-core.
+Expectations Hardware(Expectations e) {
+  e.lkey_differs_from_rkey = Known::kUnknown;
+  e.zero_length_mr = Known::kUnknown;
+  e.rejected_access_bits = ~kVendorAccessBits;
+  e.supported_extra_access = kAccessMwBind;
+  e.refused_extra_access = 0;  // ODP and zero-based MRs vary by device
+  return e;
+}
+
+// Kernel rxe (Soft-RoCE), semantics.md section 2 "rxe" column.
+Expectations Rxe() {
+  Expectations e = Ibta();
+  e.profile = "rxe";
+  e.zero_length_bad_rkey = {WcStatus::kSuccess};
+  // Version-dependent: LOC_PROT_ERR on older kernels, LOC_QP_OP_ERR later.
+  e.bad_lkey = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
+  e.read_into_readonly_mr = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
+  e.recv_prot_receiver = {WcStatus::kLocQpOpErr};
+  e.recv_too_small_receiver = {WcStatus::kRemInvReqErr};
+  e.remote_qp_access = {WcStatus::kRemInvReqErr};
+  e.rkey_of_other_pd = {WcStatus::kRemAccessErr};
+  // The receiver completes REM_INV_REQ_ERR; whether the sender is NAKed
+  // differs (rdma-unit-test NoNakOnSendInvalidateErrors).
+  e.send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr,
+                                WcStatus::kRemInvReqErr, WcStatus::kSuccess};
+  e.send_inv_bad_rkey_receiver = {WcStatus::kRemInvReqErr};
+  return e;
+}
+
+// Kernel siw (soft-iWARP): RC only, no atomics (semantics.md sections 6, 9).
+Expectations Siw() {
+  Expectations e = Ibta();
+  e.profile = "siw";
+  e.has_atomics = false;
+  e.supports_sqd = false;
+  return e;
+}
+
+Expectations ForProfile(absl::string_view profile) {
+  if (profile == "rxe") return Rxe();
+  if (profile == "siw") return Siw();
+  return Ibta();
+}
+
+}  // namespace
+
+Expectations ExpectationsFor(absl::string_view spec, absl::string_view device) {
+  absl::string_view provider = spec;
+  absl::string_view options;
+  if (size_t colon = spec.find(':'); colon != absl::string_view::npos) {
+    provider = spec.substr(0, colon);
+    options = spec.substr(colon + 1);
+  }
+  if (provider == "sim") {
+    // "sim" models two devices, sim0 and sim1; "sim:<profile>" imitates a
+    // real provider's deviations.
+    Expectations e = ForProfile(options);
+    e.min_devices = 2;
+    return e;
+  }
+  if (absl::StartsWith(device, "rxe")) return Hardware(Rxe());
+  if (absl::StartsWith(device, "siw")) {
+    Expectations e = Hardware(Siw());
+    e.supported_extra_access = 0;
+    return e;
+  }
+  return Hardware(Ibta());
+}
+
+}  // namespace testing
+}  // namespace verbsim

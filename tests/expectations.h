@@ -1,0 +1,105 @@
+// The one table of provider differences the conformance suite knows about.
+// Tests never branch on a provider's name: they ask this table what the
+// provider under test is allowed to do (docs: semantics.md sections 2, 5, 6
+// and 9). Each completion-status entry is the set of statuses a conforming
+// provider may report; most sets have one member.
+#ifndef VERBSIM_TESTS_EXPECTATIONS_H_
+#define VERBSIM_TESTS_EXPECTATIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/types.h"
+
+namespace verbsim {
+namespace testing {
+
+using StatusSet = std::vector<WcStatus>;
+
+// Whether a behaviour is known to hold, known not to hold, or not pinned down
+// for the provider (the test is then skipped with that reason).
+enum class Known { kYes, kNo, kUnknown };
+
+struct Expectations {
+  // Which row of the table: "ibta", "rxe", "siw".
+  std::string profile;
+
+  // --- Devices --------------------------------------------------------------
+  // How many devices ListDevices() lists at least.
+  int min_devices = 1;
+  // Remote atomics supported (DeviceAttr::atomic_cap != NONE).
+  bool has_atomics = true;
+  // The modify-QP transitions RTS -> SQD -> RTS are supported.
+  bool supports_sqd = true;
+
+  // --- Memory registration --------------------------------------------------
+  // Every MR has an lkey different from its rkey (the sim keys them
+  // separately; rxe and mlx5 use one key for both).
+  Known lkey_differs_from_rkey = Known::kYes;
+  // A zero-length MR can be registered (rdma-unit-test SupportsZeroLengthMr).
+  Known zero_length_mr = Known::kYes;
+  // Access bits RegMr() must reject as unknown (EINVAL). Real devices accept
+  // some vendor bits (HUGETLB, FLUSH_*, the optional range 20..29).
+  uint32_t rejected_access_bits = ~kAccessAllKnown;
+  // Extra access bits (beyond LOCAL_WRITE and the three REMOTE_*): those a
+  // registration with LOCAL_WRITE must accept, and those it must refuse
+  // (EINVAL or EOPNOTSUPP). A bit in neither set is not tried. The sim has
+  // no on-demand paging, and ZERO_BASED needs an iova (ibv_reg_mr_iova).
+  uint32_t supported_extra_access = kAccessMwBind;
+  uint32_t refused_extra_access = kAccessZeroBased | kAccessOnDemand;
+
+  // --- Completion statuses (semantics.md section 2) -------------------------
+  // Requester of a write/read/atomic with a bad rkey.
+  StatusSet bad_rkey = {WcStatus::kRemAccessErr};
+  // Requester of a zero-length read/write with a bad rkey.
+  StatusSet zero_length_bad_rkey = {WcStatus::kSuccess,
+                                    WcStatus::kRemAccessErr};
+  // Requester whose local SGE has a bad lkey, lies outside its MR or uses an
+  // MR of another PD.
+  StatusSet bad_lkey = {WcStatus::kLocProtErr};
+  // Receive lkey bad / address outside its MR / MR deregistered / MR without
+  // LOCAL_WRITE: the sender's and the receiver's status.
+  StatusSet recv_prot_sender = {WcStatus::kRemOpErr};
+  StatusSet recv_prot_receiver = {WcStatus::kLocProtErr};
+  // Receive buffer too small for the message.
+  StatusSet recv_too_small_sender = {WcStatus::kRemInvReqErr};
+  StatusSet recv_too_small_receiver = {WcStatus::kLocLenErr};
+  // No receive posted, rnr_retry exhausted.
+  StatusSet rnr_exceeded = {WcStatus::kRnrRetryExcErr};
+  // Peer silent (reset or destroyed), retry_cnt exhausted.
+  StatusSet retry_exceeded = {WcStatus::kRetryExcErr};
+  // Atomic target not 8-byte aligned.
+  StatusSet misaligned_atomic = {WcStatus::kRemInvReqErr};
+  // Remote QP lacks the REMOTE_* access flag of the opcode: "error (remote)"
+  // on hardware, REM_INV_REQ_ERR on rxe.
+  StatusSet remote_qp_access = {WcStatus::kRemInvReqErr,
+                                WcStatus::kRemAccessErr,
+                                WcStatus::kRemOpErr};
+  // Remote MR lacks REMOTE_WRITE / REMOTE_READ / REMOTE_ATOMIC.
+  StatusSet remote_mr_access = {WcStatus::kRemAccessErr};
+  // RDMA read into a local MR without LOCAL_WRITE.
+  StatusSet read_into_readonly_mr = {WcStatus::kLocProtErr};
+  // An rkey of an MR registered in another PD than the responder QP's.
+  // (rdma-unit-test expects REM_OP_ERR for an MR moved to another PD by
+  // rereg; rxe's PD check is an rkey violation.)
+  StatusSet rkey_of_other_pd = {WcStatus::kRemAccessErr, WcStatus::kRemOpErr};
+  // Send with invalidate naming a bad rkey: the sender's status, and the
+  // receiver's (an empty set: not specified, not checked).
+  StatusSet send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr};
+  StatusSet send_inv_bad_rkey_receiver = {};
+};
+
+// The entry for a provider spec ("sim", "sim:<profile>", "hw", "hw:<dev>")
+// opened on `device` (e.g. "sim0", "rxe0", "siw0", "mlx5_0").
+//   sim            -> ibta defaults (sim:rxe, sim:siw -> those rows)
+//   hw on rxe*     -> rxe
+//   hw on siw*     -> siw
+//   hw on others   -> ibta (what rdma-unit-test expects of hardware)
+Expectations ExpectationsFor(absl::string_view spec, absl::string_view device);
+
+}  // namespace testing
+}  // namespace verbsim
+
+#endif  // VERBSIM_TESTS_EXPECTATIONS_H_
