@@ -64,13 +64,6 @@ void Fabric::Transmit(Packet packet) {
   if (packet.src_node >= 0 && packet.src_node < num_nodes()) {
     ++nodes_[packet.src_node]->packets_sent;
   }
-  int64_t extra_ns = 0;
-  int copies = 1;
-  bool corrupt = false;
-  bool bypass_fifo = false;
-  if (!ApplyPacketFaults(packet, &extra_ns, &copies, &corrupt, &bypass_fifo)) {
-    return;
-  }
   // Headers: about 58 bytes on RoCEv2 (Eth, IPv4, UDP, BTH, ICRC, FCS).
   const double bytes = static_cast<double>(packet.payload.size() + 58);
   const int64_t serialise_ns =
@@ -82,6 +75,20 @@ void Fabric::Transmit(Packet packet) {
   const int64_t jitter = absl::ToInt64Nanoseconds(options_.jitter);
   if (jitter > 0) {
     arrive += static_cast<int64_t>(rng_() % static_cast<uint64_t>(jitter + 1));
+  }
+
+  int64_t extra_ns = 0;
+  int copies = 1;
+  bool corrupt = false;
+  bool bypass_fifo = false;
+  std::string lost;  // why the packet is lost, if it is
+  if (!ApplyPacketFaults(packet, &extra_ns, &copies, &corrupt, &bypass_fifo,
+                         &lost)) {
+    // Recorded when it would have arrived, so the trace reads as a timeline.
+    Schedule(arrive, [this, p = std::move(packet), note = std::move(lost)]() {
+      TracePacket(TraceKind::kDrop, p, note);
+    });
+    return;
   }
   // One QP's packets to one QP stay in order unless a fault reorders them.
   int64_t& flow_ns = flow_last_ns_[{packet.src_node, packet.src_qpn,
@@ -101,19 +108,20 @@ void Fabric::Transmit(Packet packet) {
 }
 
 bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
-                               int* copies, bool* corrupt, bool* bypass_fifo) {
+                               int* copies, bool* corrupt, bool* bypass_fifo,
+                               std::string* lost) {
   auto node_down = [&](int n) {
     return n >= 0 && n < num_nodes() && nodes_[n]->crashed;
   };
   if (node_down(p.src_node) || node_down(p.dst_node)) {
-    TracePacket(TraceKind::kDrop, p, "node down");
+    *lost = "node down";
     return false;
   }
   for (const LinkDown& l : faults_.links) {
     const bool on_link = (p.src_node == l.a && p.dst_node == l.b) ||
                          (p.src_node == l.b && p.dst_node == l.a);
     if (on_link && now_ns_ >= l.from_ns && now_ns_ < l.until_ns) {
-      TracePacket(TraceKind::kDrop, p, "fault: link down");
+      *lost = "fault: link down";
       return false;
     }
   }
@@ -137,7 +145,7 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
                                           " (rule ", i + 1, ")");
     switch (r.action) {
       case FaultAction::kDrop:
-        TracePacket(TraceKind::kDrop, p, note);
+        *lost = note;
         return false;
       case FaultAction::kDuplicate:
         TracePacket(TraceKind::kTransmit, p, note);

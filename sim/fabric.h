@@ -184,7 +184,7 @@ class Fabric {
   // Applies the packet rules to a packet entering a link: whether it goes
   // on, and how late (extra_ns) or how often (copies).
   bool ApplyPacketFaults(const Packet& p, int64_t* extra_ns, int* copies,
-                         bool* corrupt, bool* bypass_fifo);
+                         bool* corrupt, bool* bypass_fifo, std::string* lost);
   void CrashNode(int node);
   void ForceQpError(int node, uint32_t qpn);
 

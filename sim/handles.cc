@@ -268,6 +268,11 @@ class SimQp : public Qp {
                         size_t* bad_index) override {
     Lock lock(*fabric_);
     fabric_->NoteThread();
+    if (fabric_->PostFaultDue()) {
+      if (bad_index != nullptr) *bad_index = 0;
+      return Errno(ENOMEM, "injected fault: post_recv on qp %u fails",
+                   st_->qpn);
+    }
     absl::Status s = sim::PostRecv(*st_, wrs, bad_index);
     fabric_->Wake();
     return s;
@@ -345,6 +350,10 @@ class SimPd : public Pd {
     if (length > dev.max_mr_size || start + length < start) {
       return Errno(EINVAL, "range [0x%x, +%zu) wraps or exceeds max_mr_size",
                    start, length);
+    }
+    if (fabric_->RegistrationFaultDue()) {
+      return Errno(ENOMEM, "injected fault: registration %zu bytes at 0x%x fails",
+                   length, start);
     }
     if (node->keys.live() >= static_cast<size_t>(dev.max_mr)) {
       return Errno(ENOMEM, "max_mr %d reached", dev.max_mr);

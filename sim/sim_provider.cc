@@ -1,6 +1,7 @@
 #include "sim/sim_provider.h"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -161,6 +162,16 @@ absl::Status SplitAddress(absl::string_view address, absl::string_view* device,
 absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
     absl::string_view options) {
   FabricOptions fo;
+  // VERBSIM_SEED and VERBSIM_FAULTS reach a test binary without recompiling;
+  // a seed= option in the spec wins over the environment.
+  if (const char* seed = std::getenv("VERBSIM_SEED"); seed && *seed) {
+    if (!absl::SimpleAtoi(seed, &fo.seed)) {
+      return Errno(EINVAL, "VERBSIM_SEED='%s' is not a number", seed);
+    }
+  }
+  if (const char* faults = std::getenv("VERBSIM_FAULTS"); faults && *faults) {
+    fo.faults = faults;
+  }
   std::string profile_name;
   for (absl::string_view part : absl::StrSplit(options, ',', absl::SkipEmpty())) {
     if (absl::StartsWith(part, "nodes=")) {
@@ -184,7 +195,15 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   absl::StatusOr<SimProfile> profile = ProfileByName(profile_name);
   if (!profile.ok()) return profile.status();
   fo.profile = *std::move(profile);
+  absl::StatusOr<FaultPlan> faults = ParseFaults(fo.faults);
+  if (!faults.ok()) {
+    return Errno(EINVAL, "VERBSIM_FAULTS: %s", faults.status().message());
+  }
   auto provider = std::make_unique<SimProvider>(std::move(fo));
+  if (absl::Status s = provider->fabric().AddFaultPlan(*std::move(faults));
+      !s.ok()) {
+    return s;
+  }
   provider->name_ = options.empty() ? "sim" : absl::StrCat("sim:", options);
   return provider;
 }
