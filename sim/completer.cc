@@ -71,11 +71,25 @@ void Fail(QpCore& qp, SendWqe& w, WcStatus status) {
 }
 
 void Progressed(QpCore& qp) {
-  // Forward progress resets the retry counters (IBA 9.7.6.1.4).
-  qp.retry_left = qp.attr.retry_cnt;
-  qp.rnr_left = qp.attr.rnr_retry;
+  qp.implicit_nak_pending = false;
   qp.timer_armed = false;
   ArmRetryTimer(qp);
+}
+
+// A response for a PSN beyond what the oldest outstanding read or atomic
+// still awaits means that response was lost (or overtaken): the requester
+// retries from there, once per gap (IBA 9.7.5.1.3, "implied NAK"). The
+// responder answers the repeated requests as duplicates: reads are executed
+// again, atomics answered from the saved result.
+void CheckImpliedNak(QpCore& qp, uint32_t beyond_psn) {
+  SendWqe* w = FirstInFlight(qp);
+  if (w == nullptr || !IsRdAtomic(w->opcode)) return;
+  const uint32_t expected = RestartPsn(*w);
+  if (PsnDiff(beyond_psn, expected) <= 0) return;
+  if (qp.implicit_nak_pending && qp.implicit_nak_psn == expected) return;
+  qp.implicit_nak_pending = true;
+  qp.implicit_nak_psn = expected;
+  RequesterRewind(qp, expected);
 }
 
 void TraceQpEvent(QpCore& qp, TraceKind kind, uint32_t psn) {
@@ -167,13 +181,17 @@ void OnReadResponse(QpCore& qp, const Packet& p) {
   // A response implicitly acknowledges every earlier request (IBA 9.7.5.1.3).
   if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
   SendWqe* w = FirstInFlight(qp);
-  if (w == nullptr || w->opcode != WrOpcode::kRdmaRead) return;
+  if (w == nullptr) return;
+  if (w->opcode != WrOpcode::kRdmaRead) {
+    CheckImpliedNak(qp, p.psn);
+    return;
+  }
   const uint32_t expected = PsnAdd(w->first_psn, w->responses_got);
   const int32_t d = PsnDiff(p.psn, expected);
   if (d < 0) return;  // a duplicate response
   if (d > 0) {
     // A response was lost: ask again from the first one missing.
-    RequesterRewind(qp, expected);
+    CheckImpliedNak(qp, p.psn);
     return;
   }
   const uint64_t offset =
@@ -190,6 +208,7 @@ void OnAtomicAck(QpCore& qp, const Packet& p) {
   if (w == nullptr || w->first_psn != p.psn ||
       (w->opcode != WrOpcode::kAtomicCmpAndSwp &&
        w->opcode != WrOpcode::kAtomicFetchAndAdd)) {
+    CheckImpliedNak(qp, p.psn);
     return;
   }
   uint8_t bytes[8];
@@ -236,10 +255,20 @@ void CompleterReceive(QpCore& qp, Packet& p) {
     fabric->TracePacket(TraceKind::kDrop, p, "not from the connected QP");
     return;
   }
+  // A response acknowledging PSNs not acknowledged before is forward
+  // progress: the retry counters start again (IBA 9.7.6.1.4).
+  const bool is_nak = p.opcode == RcOp::kAcknowledge && !IsAck(p.syndrome);
+  const uint32_t acked = is_nak ? PsnAdd(p.psn, kPsnMask) : p.psn;
+  if (PsnDiff(acked, qp.max_acked_psn) > 0) {
+    qp.max_acked_psn = acked;
+    qp.retry_left = qp.attr.retry_cnt;
+    qp.rnr_left = qp.attr.rnr_retry;
+  }
   switch (p.opcode) {
     case RcOp::kAcknowledge:
       if (IsAck(p.syndrome)) {
         if (AckSendsAndWrites(qp, p.psn, true)) Progressed(qp);
+        CheckImpliedNak(qp, PsnAdd(p.psn, 1));
       } else if (IsRnrNak(p.syndrome)) {
         if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
         OnRnrNak(qp, p.psn, p.syndrome & 0x1f);

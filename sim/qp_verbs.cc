@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/names.h"
 #include "sim/fabric.h"
+#include "sim/packet.h"
 #include "sim/sg.h"
 #include "sim/transport.h"
 
@@ -249,6 +250,8 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   }
   if (from == S::kRtr && to == S::kRts) {
     qp.req_psn = qp.attr.sq_psn;
+    qp.max_acked_psn = PsnAdd(qp.attr.sq_psn, kPsnMask);
+    qp.implicit_nak_pending = false;
     qp.retry_left = qp.attr.retry_cnt;
     qp.rnr_left = qp.attr.rnr_retry;
   }

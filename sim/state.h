@@ -149,6 +149,9 @@ struct QpCore {
   bool rnr_waiting = false;
   uint64_t timer_generation = 0;
   bool timer_armed = false;
+  uint32_t max_acked_psn = 0;  // the newest PSN a response acknowledged
+  bool implicit_nak_pending = false;  // a retry for an implied NAK is out
+  uint32_t implicit_nak_psn = 0;
 
   // Responder.
   std::deque<RecvWqe> rq;
