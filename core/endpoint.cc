@@ -235,8 +235,9 @@ absl::StatusOr<WorkCompletion> Endpoint::GetComp(Cq* cq, CompChannel* channel,
     absl::StatusOr<Cq*> event = channel->GetEvent(left);
     if (!event.ok()) {
       if (ErrnoOf(event.status()) == ETIMEDOUT) {
-        return Errno(ETIMEDOUT, "no completion on qp %u within %s",
-                     qp_->qp_num(), absl::FormatDuration(timeout));
+        return Errno(ETIMEDOUT, "no completion on qp %u within %s: %s",
+                     qp_->qp_num(), absl::FormatDuration(timeout),
+                     event.status().message());
       }
       return event.status();
     }

@@ -66,14 +66,12 @@ void Fail(QpCore& qp, SendWqe& w, WcStatus status) {
   w.status = status;
   w.phase = SendWqe::Phase::kDone;
   qp.req_halted = true;
-  ++qp.timer_generation;
   qp.timer_armed = false;
 }
 
 void Progressed(QpCore& qp) {
   qp.implicit_nak_pending = false;
-  qp.timer_armed = false;
-  ArmRetryTimer(qp);
+  ArmRetryTimer(qp, /*restart=*/true);
 }
 
 // A response for a PSN beyond what the oldest outstanding read or atomic
@@ -130,10 +128,8 @@ void OnRnrNak(QpCore& qp, uint32_t psn, uint8_t timer) {
     --qp.rnr_left;
   }
   qp.rnr_waiting = true;
-  ++qp.rnr_naks;
   TraceQpEvent(qp, TraceKind::kRnrWait, psn);
-  ++qp.timer_generation;
-  qp.timer_armed = false;
+  qp.timer_armed = false;  // the RNR timer runs instead
   Fabric* fabric = qp.node->fabric;
   Node* node = qp.node;
   const uint32_t qpn = qp.qpn;
@@ -220,27 +216,52 @@ void OnAtomicAck(QpCore& qp, const Packet& p) {
 
 }  // namespace
 
-void ArmRetryTimer(QpCore& qp) {
-  // timeout 0 means an infinite local ACK timeout (ibv_modify_qp(3)).
-  if (qp.attr.timeout == 0 || qp.timer_armed) return;
-  if (FirstInFlight(qp) == nullptr) return;
-  qp.timer_armed = true;
-  const uint64_t generation = ++qp.timer_generation;
+namespace {
+
+// The one timer event of a QP: it fires at the deadline it was scheduled for
+// and, if the deadline moved later meanwhile, schedules itself again, so
+// restarting the timer on every ACK costs no event.
+void ScheduleTimerEvent(QpCore& qp, int64_t at_ns) {
   Fabric* fabric = qp.node->fabric;
   Node* node = qp.node;
   const uint32_t qpn = qp.qpn;
-  // Local ACK timeout: 4.096 us * 2^timeout (IBA 9.7.6.1.3).
-  const int64_t delay_ns = int64_t{4096} << qp.attr.timeout;
-  fabric->Schedule(fabric->now_ns() + delay_ns, [node, qpn, generation]() {
+  const uint64_t generation = qp.timer_generation;
+  qp.timer_event_pending = true;
+  fabric->Schedule(at_ns, [node, qpn, generation]() {
     auto it = node->qps.find(qpn);
     if (it == node->qps.end()) return;
     QpCore& q = *it->second;
-    if (q.timer_generation != generation || !q.timer_armed) return;
+    if (q.timer_generation != generation) return;  // reset or error since
+    q.timer_event_pending = false;
+    if (!q.timer_armed) return;
+    const int64_t now = node->fabric->now_ns();
+    if (now < q.timer_deadline_ns) {
+      ScheduleTimerEvent(q, q.timer_deadline_ns);
+      return;
+    }
     if (q.state != verbsim::QpState::kRts && q.state != verbsim::QpState::kSqd) {
+      q.timer_armed = false;
       return;
     }
     OnRetryTimeout(q);
   });
+}
+
+}  // namespace
+
+void ArmRetryTimer(QpCore& qp, bool restart) {
+  // timeout 0 means an infinite local ACK timeout (ibv_modify_qp(3)).
+  if (qp.attr.timeout == 0) return;
+  if (FirstInFlight(qp) == nullptr) {
+    qp.timer_armed = false;
+    return;
+  }
+  if (qp.timer_armed && !restart) return;
+  // Local ACK timeout: 4.096 us * 2^timeout (IBA 9.7.6.1.3).
+  const int64_t delay_ns = int64_t{4096} << qp.attr.timeout;
+  qp.timer_armed = true;
+  qp.timer_deadline_ns = qp.node->fabric->now_ns() + delay_ns;
+  if (!qp.timer_event_pending) ScheduleTimerEvent(qp, qp.timer_deadline_ns);
 }
 
 void CompleterReceive(QpCore& qp, Packet& p) {
@@ -270,9 +291,11 @@ void CompleterReceive(QpCore& qp, Packet& p) {
         if (AckSendsAndWrites(qp, p.psn, true)) Progressed(qp);
         CheckImpliedNak(qp, PsnAdd(p.psn, 1));
       } else if (IsRnrNak(p.syndrome)) {
+        ++qp.rnr_naks;
         if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
         OnRnrNak(qp, p.psn, p.syndrome & 0x1f);
       } else if (IsNak(p.syndrome)) {
+        ++qp.naks_received;
         if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
         OnNak(qp, p.psn, static_cast<NakCode>(p.syndrome & 0x1f));
       }

@@ -117,10 +117,14 @@ void CompleterRun(QpCore& qp) {
 }
 
 void EnterError(QpCore& qp) {
+  // Data already received is placed; ACKs held back are not sent.
+  FlushPlacements(qp);
+  DropPlacements(qp);
   qp.state = verbsim::QpState::kErr;
   qp.req_halted = true;
   qp.rnr_waiting = false;
   qp.timer_armed = false;
+  qp.timer_event_pending = false;
   ++qp.timer_generation;
   // Send queue, in post order: a WQE that failed keeps its status.
   std::deque<SendWqe> sq = std::move(qp.sq);
@@ -148,6 +152,7 @@ void EnterError(QpCore& qp) {
 }
 
 void ResetQueues(QpCore& qp) {
+  DropPlacements(qp);
   qp.sq.clear();
   qp.rq.clear();
   qp.req_next = 0;
@@ -155,6 +160,7 @@ void ResetQueues(QpCore& qp) {
   qp.req_halted = false;
   qp.rnr_waiting = false;
   qp.timer_armed = false;
+  qp.timer_event_pending = false;
   ++qp.timer_generation;
   qp.in_send = false;
   qp.in_write = false;
@@ -169,6 +175,7 @@ uint32_t PathMtuBytes(const QpCore& qp) {
 }
 
 void TransmitFrom(QpCore& qp, Packet packet) {
+  ++qp.packets_sent;
   packet.src_node = qp.node->index;
   packet.src_qpn = qp.qpn;
   packet.dst_node = qp.dest_node;

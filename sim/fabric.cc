@@ -196,6 +196,7 @@ void Fabric::Deliver(const Packet& packet, bool corrupt) {
     return;
   }
   ++dst->packets_received;
+  ++it->second->packets_received;
   TracePacket(TraceKind::kDeliver, packet);
   Packet copy = packet;
   if (IsRequest(packet.opcode)) {
@@ -230,16 +231,32 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
                         absl::Duration timeout, bool blocking) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
   NoteThread();
+  if (!blocking) {
+    // A poll: what is due now, else the events of the next moment.
+    int64_t limit = now_ns_;
+    bool stepped_time = false;
+    while (!done()) {
+      if (events_.empty()) return false;
+      if (events_.top().at_ns <= limit) {
+        Step();
+      } else if (!stepped_time) {
+        limit = events_.top().at_ns;
+        stepped_time = true;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
   const int64_t budget =
       std::max<int64_t>(0, absl::ToInt64Nanoseconds(timeout));
   bool real_time = false;
   int64_t limit = now_ns_ + budget;
-  const absl::Time real_deadline =
-      blocking ? absl::Now() + timeout : absl::InfinitePast();
+  const absl::Time real_deadline = absl::Now() + timeout;
   uint64_t steps = 0;
   while (true) {
     if (done()) return true;
-    if (blocking && !real_time &&
+    if (!real_time &&
         (multi_threaded_ || callers_.load(std::memory_order_relaxed) > 1)) {
       multi_threaded_ = true;
       real_time = true;
@@ -261,7 +278,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
       return done();
     }
     // Idle: only another thread can change anything now.
-    if (!blocking || absl::Now() >= real_deadline) return false;
+    if (absl::Now() >= real_deadline) return false;
     cv_.wait_until(lock, absl::ToChronoTime(real_deadline));
   }
 }
@@ -375,6 +392,13 @@ void Fabric::CrashNode(int node) {
   for (const auto& [qpn, qp] : n.qps) qpns.push_back(qpn);
   std::sort(qpns.begin(), qpns.end());
   for (uint32_t qpn : qpns) ForceQpError(node, qpn);
+}
+
+std::string Fabric::Describe() const {
+  return absl::StrCat("virtual time ",
+                      absl::FormatDuration(absl::Nanoseconds(now_ns_)), ", ",
+                      events_.size(), " events pending, ",
+                      multi_threaded_ ? "multi-threaded" : "single-threaded");
 }
 
 uint64_t Fabric::TraceHash() {

@@ -71,7 +71,10 @@ struct FabricOptions {
   // Extra random delay per packet, uniform in [0, jitter], drawn from the
   // seeded source. Packets of one QP to one QP keep their order; packets of
   // different QPs and nodes interleave differently per seed.
-  absl::Duration jitter = absl::ZeroDuration();
+  absl::Duration jitter = absl::Nanoseconds(200);
+  // Randomised placement order of RDMA write data and ACK coalescing
+  // (sim/schedule.cc), within what the spec allows.
+  bool randomize_schedule = true;
   // Faults in the text form of sim/faults.h.
   std::string faults;
 };
@@ -145,8 +148,10 @@ class Fabric {
   // after the link's latency and serialisation, in order per link.
   void Transmit(Packet packet);
   // Runs events until `done()` holds; returns whether it does.
-  //  - Non-blocking (a poll): runs the events due within `timeout` of virtual
-  //    time, then moves the clock to the end of that budget.
+  //  - Non-blocking (a poll): runs the events due now; if that is not
+  //    enough, the events of the next moment in virtual time, and stops.
+  //    A spinning poller thus walks through time one moment per call and can
+  //    see every state in between (`timeout` is unused).
   //  - Blocking (a wait), single-threaded use: the same with `timeout` as the
   //    budget, so a timeout is virtual time and fully deterministic; when no
   //    event is left at all it waits in real time for another thread.
@@ -162,6 +167,8 @@ class Fabric {
   // Wakes threads waiting in DriveUntil (call after anything they may await).
   void Wake() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
+  // "now 1.2ms, 3 events pending, single-threaded": for timeout messages.
+  std::string Describe() const;
   Trace& trace() { return trace_; }
   std::mt19937_64& rng() { return rng_; }
   // Forced local faults: true when this registration / post must fail.

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "core/names.h"
@@ -14,10 +15,6 @@ namespace verbsim::sim {
 namespace {
 
 using Lock = Fabric::Lock;
-
-// How much virtual time one Poll() may let pass when nothing is ready: a
-// spinning poller lets time pass too.
-constexpr absl::Duration kPollBudget = absl::Microseconds(100);
 
 class SimContext;
 class SimPd;
@@ -118,7 +115,7 @@ class SimCq : public Cq {
     if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
     if (wcs.empty()) return 0;
     fabric_->DriveUntil(
-        lock, [this] { return !st_->entries.empty(); }, kPollBudget,
+        lock, [this] { return !st_->entries.empty(); }, absl::ZeroDuration(),
         /*blocking=*/false);
     int n = 0;
     while (n < static_cast<int>(wcs.size()) && !st_->entries.empty()) {
@@ -170,8 +167,8 @@ absl::StatusOr<Cq*> SimChannel::GetEvent(absl::Duration timeout) {
   };
   fabric_->DriveUntil(lock, ready, timeout, /*blocking=*/true);
   if (!ready()) {
-    return Errno(ETIMEDOUT, "no completion event within %s",
-                 absl::FormatDuration(timeout));
+    return Errno(ETIMEDOUT, "no completion event within %s (%s)",
+                 absl::FormatDuration(timeout), fabric_->Describe());
   }
   Cq* cq = st_->events.front()->handle;
   st_->events.pop_front();
@@ -277,9 +274,38 @@ class SimQp : public Qp {
     fabric_->Wake();
     return s;
   }
+  std::string DebugString() const {
+    Lock lock(*fabric_);
+    const QpCore& q = *st_;
+    std::string sq;
+    for (const SendWqe& w : q.sq) {
+      absl::StrAppend(&sq, w.phase == SendWqe::Phase::kPosted    ? "P"
+                           : w.phase == SendWqe::Phase::kInFlight ? "F"
+                                                                  : "D");
+      if (w.phase != SendWqe::Phase::kPosted) absl::StrAppend(&sq, w.first_psn);
+      absl::StrAppend(&sq, " ");
+    }
+    return absl::StrCat(
+        "qp ", q.qpn, " ", QpStateName(q.state), " sq[", q.sq.size(),
+        "]={", sq, "} req_next=", q.req_next, " req_psn=", q.req_psn,
+        " halted=", q.req_halted, " rnr_waiting=", q.rnr_waiting,
+        " timer_armed=", q.timer_armed, " timer_event=", q.timer_event_pending,
+        " retry_left=", q.retry_left, " rq=", q.rq.size(), " epsn=", q.epsn,
+        " nak_sent=", q.nak_sent, " ack_pending=", q.ack_pending,
+        " placements=", q.placements.size(), " | ", fabric_->Describe());
+  }
   SimQpStats Stats() const {
     Lock lock(*fabric_);
-    return SimQpStats{st_->packets_dropped, st_->retransmissions};
+    SimQpStats s;
+    s.packets_sent = st_->packets_sent;
+    s.packets_received = st_->packets_received;
+    s.packets_dropped = st_->packets_dropped;
+    s.retransmissions = st_->retransmissions;
+    s.timeouts = st_->timeouts;
+    s.rnr_naks = st_->rnr_naks;
+    s.naks_received = st_->naks_received;
+    s.naks_sent = st_->naks_sent;
+    return s;
   }
 
  private:
@@ -591,6 +617,11 @@ std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
                                         int node_index) {
   Node* node = fabric->node(node_index);
   return std::make_unique<SimContext>(std::move(fabric), node);
+}
+
+std::string SimQpDebugString(const Qp* qp) {
+  const auto* sim_qp = dynamic_cast<const SimQp*>(qp);
+  return sim_qp == nullptr ? std::string() : sim_qp->DebugString();
 }
 
 bool GetSimQpStats(const Qp* qp, SimQpStats* out) {

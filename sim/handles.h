@@ -5,6 +5,7 @@
 #define VERBSIM_SIM_HANDLES_H_
 
 #include <memory>
+#include <string>
 
 #include "core/verbs.h"
 #include "sim/fabric.h"
@@ -19,10 +20,20 @@ std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
 // Counters of a sim QP that tests may read (null for a QP of another
 // provider).
 struct SimQpStats {
+  uint64_t packets_sent = 0;
+  uint64_t packets_received = 0;
   uint64_t packets_dropped = 0;
-  uint64_t retransmissions = 0;
+  uint64_t retransmissions = 0;  // WQEs sent again after a go-back
+  uint64_t timeouts = 0;         // local ACK timer expiries
+  uint64_t rnr_naks = 0;         // RNR NAKs received
+  uint64_t naks_received = 0;    // other NAKs received
+  uint64_t naks_sent = 0;        // NAKs of every kind sent
 };
 bool GetSimQpStats(const Qp* qp, SimQpStats* out);
+
+// The transport state of a sim QP in one line (queues, PSNs, timers), for
+// debugging and teaching; empty for a QP of another provider.
+std::string SimQpDebugString(const Qp* qp);
 
 }  // namespace verbsim::sim
 

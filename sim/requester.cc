@@ -160,7 +160,6 @@ void RequesterRun(QpCore& qp) {
     return;
   }
   const int depth = std::max<int>(1, qp.attr.max_rd_atomic);
-  bool sent = false;
   while (qp.req_next < qp.sq.size()) {
     SendWqe& w = qp.sq[qp.req_next];
     if (w.phase == SendWqe::Phase::kDone) {
@@ -202,9 +201,8 @@ void RequesterRun(QpCore& qp) {
     }
     qp.req_psn = PsnAdd(w.first_psn, w.num_psn);
     ++qp.req_next;
-    sent = true;
   }
-  if (sent) ArmRetryTimer(qp);
+  ArmRetryTimer(qp, /*restart=*/false);
 }
 
 void RequesterRewind(QpCore& qp, uint32_t psn) {
@@ -215,10 +213,12 @@ void RequesterRewind(QpCore& qp, uint32_t psn) {
     if (d < static_cast<int32_t>(w.num_psn)) {
       qp.req_next = i;
       qp.req_psn = d >= 0 ? psn : w.first_psn;
-      RequesterRun(qp);
-      return;
+      break;
     }
   }
+  // Nothing in flight from `psn` on (it was acknowledged meanwhile): WQEs
+  // posted while the requester waited still have to go.
+  RequesterRun(qp);
 }
 
 }  // namespace verbsim::sim

@@ -13,6 +13,10 @@ namespace verbsim::sim {
 namespace {
 
 void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
+  // An ACK held back for coalescing goes first: ACKs and NAKs leave in PSN
+  // order.
+  FlushPendingAck(qp);
+  if (!IsAck(syndrome)) ++qp.naks_sent;
   Packet p;
   p.opcode = RcOp::kAcknowledge;
   p.psn = psn;
@@ -129,7 +133,7 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
     ++qp.msn;
     CompleteRecv(qp, qp.cur_recv, WcStatus::kSuccess, WcOpcode::kRecv,
                  qp.recv_offset, p);
-    SendAck(qp, p.psn, AckSyndrome());
+    AckMessage(qp, p.psn);
   }
 }
 
@@ -159,9 +163,7 @@ void ExecuteWrite(QpCore& qp, const Packet& p) {
     FatalNak(qp, p.psn, NakCode::kInvalidRequest);
     return;
   }
-  if (len > 0) {
-    std::memcpy(reinterpret_cast<void*>(qp.write_va), p.payload.data(), len);
-  }
+  PlaceWriteData(qp, qp.write_va, p.payload);
   qp.write_va += len;
   qp.write_left -= len;
   qp.epsn = PsnAdd(qp.epsn, 1);
@@ -172,17 +174,29 @@ void ExecuteWrite(QpCore& qp, const Packet& p) {
       return;
     }
     ++qp.msn;
-    if (HasImmediate(p.opcode)) {
-      RecvWqe r = std::move(qp.rq.front());
+    // The receive completion and the ACK come once the data is in memory.
+    const bool with_imm = HasImmediate(p.opcode);
+    RecvWqe r;
+    if (with_imm) {
+      r = std::move(qp.rq.front());
       qp.rq.pop_front();
-      CompleteRecv(qp, r, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
-                   qp.write_len, p);
     }
-    SendAck(qp, p.psn, AckSyndrome());
+    Packet header = p;
+    header.payload.clear();
+    const uint64_t write_len = qp.write_len;
+    AfterPlacement(qp, [with_imm, r = std::move(r), header,
+                        write_len](QpCore& q) {
+      if (with_imm) {
+        CompleteRecv(q, r, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                     write_len, header);
+      }
+      AckMessage(q, header.psn);
+    });
   }
 }
 
 void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len) {
+  FlushPendingAck(qp);
   const uint64_t mtu = PathMtuBytes(qp);
   const uint32_t n =
       static_cast<uint32_t>(std::max<uint64_t>(1, (len + mtu - 1) / mtu));
@@ -261,6 +275,7 @@ void ExecuteAtomic(QpCore& qp, const Packet& p) {
   KeepResource(qp, RdAtomicResource{p.psn, true, orig});
   qp.epsn = PsnAdd(qp.epsn, 1);
   ++qp.msn;
+  FlushPendingAck(qp);
   Packet ack;
   ack.opcode = RcOp::kAtomicAcknowledge;
   ack.psn = p.psn;
@@ -285,6 +300,7 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
   }
   for (const RdAtomicResource& res : qp.resources) {
     if (res.is_atomic && res.psn == p.psn) {
+      FlushPendingAck(qp);
       Packet ack;
       ack.opcode = RcOp::kAtomicAcknowledge;
       ack.psn = p.psn;
@@ -300,6 +316,10 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
 bool IsMiddleOrLast(RcOp op) { return IsRequest(op) && !IsFirstOrOnly(op); }
 
 }  // namespace
+
+void SendAckNow(QpCore& qp, uint32_t psn) {
+  SendAck(qp, psn, AckSyndrome());
+}
 
 void ResponderReceive(QpCore& qp, Packet& p) {
   const auto s = qp.state;
@@ -329,10 +349,13 @@ void ResponderReceive(QpCore& qp, Packet& p) {
     return;
   }
   if (d < 0) {
+    FlushPlacements(qp);
     HandleDuplicate(qp, p);
     return;
   }
   qp.nak_sent = false;
+  // Everything an earlier request wrote is in memory before this one runs.
+  FlushPlacements(qp);
   // Opcode sequence (IBA 9.8.3.1): a multi-packet message continues with its
   // own MIDDLE/LAST packets and nothing else.
   const bool continues_send = IsSend(p.opcode) && IsMiddleOrLast(p.opcode);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -106,6 +107,12 @@ struct SendWqe {
   bool holds_rd_atomic = false;  // counted in the initiator depth
 };
 
+// A piece of RDMA write data not yet placed in memory.
+struct PendingChunk {
+  uint64_t va = 0;
+  std::vector<uint8_t> bytes;
+};
+
 struct RecvWqe {
   uint64_t wr_id = 0;
   std::vector<Sge> sges;
@@ -147,8 +154,10 @@ struct QpCore {
   int retry_left = 0;
   int rnr_left = 0;
   bool rnr_waiting = false;
-  uint64_t timer_generation = 0;
+  uint64_t timer_generation = 0;  // bumped on reset/error: old events void
   bool timer_armed = false;
+  int64_t timer_deadline_ns = 0;
+  bool timer_event_pending = false;
   uint32_t max_acked_psn = 0;  // the newest PSN a response acknowledged
   bool implicit_nak_pending = false;  // a retry for an implied NAK is out
   uint32_t implicit_nak_psn = 0;
@@ -166,12 +175,23 @@ struct QpCore {
   uint64_t write_left = 0;
   uint64_t write_len = 0;
   std::deque<RdAtomicResource> resources;
+  // Randomised schedule state (schedule.cc).
+  std::deque<PendingChunk> placements;
+  std::function<void(QpCore&)> after_placement;
+  uint64_t placement_generation = 0;
+  bool ack_pending = false;
+  uint32_t ack_pending_psn = 0;
+  uint64_t ack_generation = 0;
 
   // Counters tests can read.
+  uint64_t packets_sent = 0;
+  uint64_t packets_received = 0;
   uint64_t packets_dropped = 0;
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
-  uint64_t rnr_naks = 0;
+  uint64_t rnr_naks = 0;       // RNR NAKs received (requester)
+  uint64_t naks_received = 0;  // other NAKs received (requester)
+  uint64_t naks_sent = 0;      // NAKs of every kind sent (responder)
 };
 
 }  // namespace verbsim::sim

@@ -10,11 +10,12 @@
 namespace verbsim::sim {
 namespace {
 
-void Mix(uint64_t& h, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) {
-    h ^= (v >> (8 * i)) & 0xff;
-    h *= 0x100000001b3ull;  // FNV-1a prime
-  }
+// FNV-1a over 64-bit words rather than bytes (a tenth of the cost; the
+// hash only has to tell runs apart, not resist attack).
+void Mix(uint64_t& h, uint64_t v) {
+  h ^= v;
+  h *= 0x100000001b3ull;  // FNV-1a prime
+  h ^= h >> 29;
 }
 
 }  // namespace
@@ -32,18 +33,23 @@ absl::string_view TraceKindName(TraceKind kind) {
 }
 
 void Trace::Record(TraceRecord r) {
-  Mix(hash_, static_cast<uint64_t>(r.time_ns), 8);
-  Mix(hash_, static_cast<uint64_t>(r.kind), 1);
-  Mix(hash_, static_cast<uint64_t>(r.node), 4);
-  Mix(hash_, r.qpn, 4);
-  Mix(hash_, static_cast<uint64_t>(r.peer_node), 4);
-  Mix(hash_, r.peer_qpn, 4);
-  Mix(hash_, r.opcode, 1);
-  Mix(hash_, r.psn, 4);
-  Mix(hash_, r.syndrome, 1);
-  Mix(hash_, r.length, 4);
-  Mix(hash_, r.wr_id, 8);
-  for (char c : r.note) Mix(hash_, static_cast<uint8_t>(c), 1);
+  Mix(hash_, static_cast<uint64_t>(r.time_ns));
+  Mix(hash_, static_cast<uint64_t>(r.kind) |
+                 static_cast<uint64_t>(static_cast<uint32_t>(r.node)) << 8 |
+                 static_cast<uint64_t>(r.opcode) << 40 |
+                 static_cast<uint64_t>(r.syndrome) << 48);
+  Mix(hash_, static_cast<uint64_t>(r.qpn) << 32 | r.peer_qpn);
+  Mix(hash_, static_cast<uint64_t>(static_cast<uint32_t>(r.peer_node)) << 32 |
+                 r.psn);
+  Mix(hash_, static_cast<uint64_t>(r.length) << 32);
+  Mix(hash_, r.wr_id);
+  for (size_t i = 0; i < r.note.size(); i += 8) {
+    uint64_t word = 0;
+    for (size_t k = i; k < i + 8 && k < r.note.size(); ++k) {
+      word = word << 8 | static_cast<uint8_t>(r.note[k]);
+    }
+    Mix(hash_, word);
+  }
   ++count_;
   if (keep_) records_.push_back(std::move(r));
 }

@@ -1,6 +1,6 @@
 // The fabric's event trace: every packet put on a link, delivered or dropped,
 // every completion and every retry, in virtual-time order. A running 64-bit
-// hash (FNV-1a over each record's fields) identifies a run: the same seed and
+// hash over each record's fields identifies a run: the same seed and
 // the same calls give the same hash. Records are kept only when asked for.
 #ifndef VERBSIM_SIM_TRACE_H_
 #define VERBSIM_SIM_TRACE_H_

@@ -7,6 +7,9 @@
 #ifndef VERBSIM_SIM_TRANSPORT_H_
 #define VERBSIM_SIM_TRANSPORT_H_
 
+#include <functional>
+#include <vector>
+
 #include "core/types.h"
 #include "sim/packet.h"
 #include "sim/state.h"
@@ -25,8 +28,9 @@ void ResponderReceive(QpCore& qp, Packet& packet);
 void CompleterReceive(QpCore& qp, Packet& packet);
 // Completer: completes finished WQEs at the head of the send queue in order.
 void CompleterRun(QpCore& qp);
-// (Re)arms the retransmission timer while requests are unacknowledged.
-void ArmRetryTimer(QpCore& qp);
+// Arms the local ACK timer while requests are unacknowledged; `restart`
+// moves its deadline to a full timeout from now (on forward progress).
+void ArmRetryTimer(QpCore& qp, bool restart);
 
 // Moves the QP to ERR: every outstanding WR on both queues completes, the
 // first erroring one with its status and the rest WR_FLUSH_ERR.
@@ -40,6 +44,19 @@ WcOpcode WcOpcodeFor(WrOpcode op);
 // Pushes a completion; handles overflow (CQ_ERR, QPs to ERR) and channel
 // notification.
 void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited);
+
+// Randomised schedules (schedule.cc). Write data placed in random chunk
+// order; `then` runs once every chunk is placed; Flush places what is left
+// now (before the QP's next request executes).
+void PlaceWriteData(QpCore& qp, uint64_t va, const std::vector<uint8_t>& data);
+void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then);
+void FlushPlacements(QpCore& qp);
+void DropPlacements(QpCore& qp);
+// Acknowledges a message now or a little later, coalesced with later ACKs.
+void AckMessage(QpCore& qp, uint32_t psn);
+void FlushPendingAck(QpCore& qp);
+// Sends an ACK for `psn` at once (responder.cc).
+void SendAckNow(QpCore& qp, uint32_t psn);
 
 // Payload bytes per packet on this QP.
 uint32_t PathMtuBytes(const QpCore& qp);

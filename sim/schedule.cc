@@ -1,0 +1,131 @@
+// Randomised schedules within what the spec allows, drawn from the fabric's
+// seeded source:
+//  - the data of an RDMA write packet is placed in 64-byte chunks in random
+//    order over a few nanoseconds (ibv_query_qp_data_in_order(3): placement
+//    order inside a message is not guaranteed), always complete before the
+//    message is acknowledged and before the next request of the QP executes
+//    (IBA 10.8.3: requests of one QP execute in order);
+//  - the responder may hold an ACK back briefly and coalesce it with the
+//    ACKs of later messages (IBA 9.7.5.1.2).
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "sim/fabric.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+constexpr uint64_t kChunk = 64;
+
+QpCore* Lookup(Node* node, uint32_t qpn) {
+  auto it = node->qps.find(qpn);
+  return it == node->qps.end() ? nullptr : it->second;
+}
+
+void PlaceNext(QpCore& qp) {
+  PendingChunk c = std::move(qp.placements.front());
+  qp.placements.pop_front();
+  std::memcpy(reinterpret_cast<void*>(c.va), c.bytes.data(), c.bytes.size());
+  if (qp.placements.empty() && qp.after_placement) {
+    auto then = std::move(qp.after_placement);
+    qp.after_placement = nullptr;
+    then(qp);
+  }
+}
+
+}  // namespace
+
+void PlaceWriteData(QpCore& qp, uint64_t va, const std::vector<uint8_t>& data) {
+  Fabric* fabric = qp.node->fabric;
+  if (data.empty()) return;
+  if (!fabric->options().randomize_schedule || data.size() <= kChunk) {
+    std::memcpy(reinterpret_cast<void*>(va), data.data(), data.size());
+    return;
+  }
+  std::vector<PendingChunk> chunks;
+  for (uint64_t off = 0; off < data.size(); off += kChunk) {
+    const uint64_t n = std::min<uint64_t>(kChunk, data.size() - off);
+    chunks.push_back(PendingChunk{
+        va + off, std::vector<uint8_t>(data.begin() + off,
+                                       data.begin() + off + n)});
+  }
+  std::shuffle(chunks.begin(), chunks.end(), fabric->rng());
+  const uint64_t generation = ++qp.placement_generation;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  int64_t at = fabric->now_ns();
+  for (PendingChunk& c : chunks) {
+    qp.placements.push_back(std::move(c));
+    at += 5 + static_cast<int64_t>(fabric->rng()() % 20);
+    fabric->Schedule(at, [node, qpn, generation]() {
+      QpCore* q = Lookup(node, qpn);
+      if (q == nullptr || q->placement_generation != generation ||
+          q->placements.empty()) {
+        return;
+      }
+      PlaceNext(*q);
+    });
+  }
+}
+
+void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then) {
+  if (qp.placements.empty()) {
+    then(qp);
+    return;
+  }
+  qp.after_placement = std::move(then);
+}
+
+void FlushPlacements(QpCore& qp) {
+  if (qp.placements.empty()) return;
+  ++qp.placement_generation;  // the scheduled events have nothing left to do
+  while (!qp.placements.empty()) PlaceNext(qp);
+}
+
+void DropPlacements(QpCore& qp) {
+  ++qp.placement_generation;
+  qp.placements.clear();
+  qp.after_placement = nullptr;
+  qp.ack_pending = false;
+  ++qp.ack_generation;
+}
+
+void AckMessage(QpCore& qp, uint32_t psn) {
+  Fabric* fabric = qp.node->fabric;
+  if (!fabric->options().randomize_schedule) {
+    SendAckNow(qp, psn);
+    return;
+  }
+  if (qp.ack_pending) {
+    qp.ack_pending_psn = psn;  // coalesced into the ACK already waiting
+    return;
+  }
+  if (fabric->rng()() % 2 == 0) {
+    SendAckNow(qp, psn);
+    return;
+  }
+  qp.ack_pending = true;
+  qp.ack_pending_psn = psn;
+  const uint64_t generation = ++qp.ack_generation;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  fabric->Schedule(
+      fabric->now_ns() + 1 + static_cast<int64_t>(fabric->rng()() % 2000),
+      [node, qpn, generation]() {
+        QpCore* q = Lookup(node, qpn);
+        if (q == nullptr || q->ack_generation != generation) return;
+        FlushPendingAck(*q);
+      });
+}
+
+void FlushPendingAck(QpCore& qp) {
+  if (!qp.ack_pending) return;
+  qp.ack_pending = false;
+  ++qp.ack_generation;
+  SendAckNow(qp, qp.ack_pending_psn);
+}
+
+}  // namespace verbsim::sim
