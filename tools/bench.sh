@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# Builds the verbsim benchmarks (//bench, -c opt), runs the set with a
+# progress line per benchmark and prints one table: figure, value, unit,
+# target, ratio to the target (issue 8). docs/performance.md holds the latest
+# table.
+#
+# Environment:
+#   VERBSIM_PROVIDER           provider spec for the message-rate, bandwidth and
+#                              latency benchmarks ("sim" by default; "hw" on a
+#                              machine with an RDMA device). Scale is sim-only.
+#   VERBSIM_BAZEL_OUTPUT_BASE  a private Bazel output base (--output_base), so
+#                              this script never waits for the lock of a Bazel
+#                              server that someone else uses in this workspace;
+#                              the workspace's bazel-* symlinks are then left
+#                              alone. Default: Bazel's normal output base.
+#   VERBSIM_BAZEL_FLAGS        extra build flags, e.g. "--jobs=2".
+#   BENCH_MIN_TIME             --benchmark_min_time per repetition (0.3 s).
+#   BENCH_REPETITIONS          repetitions per benchmark; the table shows the
+#                              median (3).
+#   BENCH_SCALE_SIZES          "nodes:qps ..." for the scale runs, one process
+#                              each ("2:1000 10:10000 100:100000 2:100000").
+#   BENCH_TABLE_OUT            also write the table (markdown) to this file.
+#
+# The Bazel server is shut down after the build and again on exit.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash tools/install_deps.sh >/dev/null || exit 1
+
+# The figures are of the fabric as it is by default: no injected faults.
+if [[ -n "${VERBSIM_FAULTS:-}" ]]; then
+  echo "bench: ignoring VERBSIM_FAULTS (benchmarks run without faults)" >&2
+fi
+unset VERBSIM_FAULTS VERBSIM_SEED
+
+min_time="${BENCH_MIN_TIME:-0.3}"
+repetitions="${BENCH_REPETITIONS:-3}"
+scale_sizes="${BENCH_SCALE_SIZES:-2:1000 10:10000 100:100000 2:100000}"
+provider="${VERBSIM_PROVIDER:-sim}"
+
+startup=()
+build_flags=(-c opt --noshow_progress --ui_event_filters=-info)
+if [[ -n "${VERBSIM_BAZEL_OUTPUT_BASE:-}" ]]; then
+  startup+=("--output_base=${VERBSIM_BAZEL_OUTPUT_BASE}")
+  build_flags+=(--symlink_prefix=/)
+fi
+if [[ -n "${VERBSIM_BAZEL_FLAGS:-}" ]]; then
+  read -r -a extra <<<"${VERBSIM_BAZEL_FLAGS}"
+  build_flags+=("${extra[@]}")
+fi
+
+tmp="$(mktemp -d)"
+finish() {
+  bazel "${startup[@]}" shutdown >/dev/null 2>&1 || true
+  rm -rf "${tmp}"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+targets=(//bench:message_rate //bench:bandwidth //bench:latency //bench:scale)
+echo "bench: building ${targets[*]} (-c opt)" >&2
+if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
+       >"${tmp}/bazel.log" 2>&1; then
+  grep -vE '^(Starting local Bazel server|Loading|Analyzing|INFO:|\[[0-9,]+ / [0-9,]+\])' \
+    "${tmp}/bazel.log" >&2
+  echo "bench: build failed" >&2
+  exit 1
+fi
+bin="$(bazel "${startup[@]}" info -c opt bazel-bin 2>/dev/null)/bench"
+# Nothing else needs the server; do not let it share the CPUs with the runs.
+bazel "${startup[@]}" shutdown >/dev/null 2>&1 || true
+
+# Counts the benchmarks of each binary for the progress lines.
+total=0
+for b in message_rate bandwidth latency; do
+  n="$("${bin}/${b}" --benchmark_list_tests=true | wc -l)"
+  total=$((total + n))
+done
+read -r -a sizes <<<"${scale_sizes}"
+total=$((total + ${#sizes[@]}))
+done_count=0
+
+# Runs one Google Benchmark binary; prints one progress line per benchmark
+# as it finishes (name, wall time, counters; the median when repeated); the
+# JSON goes to $tmp/$1.json.
+run_gbench() {
+  local name="$1" line bench last=""
+  while IFS= read -r line; do
+    case "${line}" in
+      msg_rate/* | bandwidth/* | latency/*) ;;
+      *) continue ;;
+    esac
+    bench="${line%% *}"
+    case "${bench}" in
+      *_mean | *_stddev | *_cv) continue ;;
+    esac
+    bench="${bench%_median}"
+    # A skipped benchmark prints its error once per repetition.
+    [[ "${bench}" == "${last}" ]] && continue
+    last="${bench}"
+    done_count=$((done_count + 1))
+    if [[ "${line}" == *"ERROR OCCURRED"* ]]; then
+      printf '[%2d/%d] %s: %s\n' "${done_count}" "${total}" "${bench}" \
+        "${line#*ERROR OCCURRED: }" >&2
+    else
+      # name, wall time and unit, CPU time and unit, iterations, counters.
+      awk -v n="${done_count}" -v t="${total}" -v b="${bench}" '{
+        c = ""; for (i = 7; i <= NF; i++) c = c " " $i
+        printf "[%2d/%d] %s: %s %s (wall)%s\n", n, t, b, $2, $3, c
+      }' <<<"${line}" >&2
+    fi
+  done < <(VERBSIM_PROVIDER="${provider}" "${bin}/${name}" \
+             --benchmark_min_time="${min_time}" \
+             --benchmark_repetitions="${repetitions}" \
+             --benchmark_display_aggregates_only=true \
+             --benchmark_counters_tabular=false --benchmark_color=false \
+             --benchmark_out="${tmp}/${name}.json" \
+             --benchmark_out_format=json 2>&1)
+}
+
+echo "bench: provider ${provider}; ${total} benchmarks" \
+     "(min_time ${min_time} s x ${repetitions} repetitions)" >&2
+run_gbench message_rate
+run_gbench bandwidth
+run_gbench latency
+: >"${tmp}/scale.jsonl"
+for size in "${sizes[@]}"; do
+  nodes="${size%%:*}"
+  qps="${size##*:}"
+  done_count=$((done_count + 1))
+  if out="$("${bin}/scale" "${nodes}" "${qps}" 2>"${tmp}/scale.err")"; then
+    echo "${out}" >>"${tmp}/scale.jsonl"
+    printf '[%2d/%d] scale %s nodes x %s QPs: %s\n' "${done_count}" "${total}" \
+      "${nodes}" "${qps}" "$(python3 -c '
+import json, sys
+s = json.loads(sys.argv[1])
+print("set-up %.3f s, VmRSS %.1f MiB, %.0f bytes per QP"
+      % (s["setup_s"], s["rss_after_kib"] / 1024.0, s["bytes_per_qp"]))' \
+      "${out}")" >&2
+  else
+    printf '[%2d/%d] scale %s nodes x %s QPs: FAILED: %s\n' "${done_count}" \
+      "${total}" "${nodes}" "${qps}" "$(cat "${tmp}/scale.err")" >&2
+    echo "{\"nodes\": ${nodes}, \"qps\": ${qps}, \"error\": true}" \
+      >>"${tmp}/scale.jsonl"
+  fi
+done
+
+python3 - "${tmp}" "${provider}" "${BENCH_TABLE_OUT:-}" <<'PY'
+import json
+import os
+import sys
+
+tmp, provider, table_out = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def load(name):
+    """Benchmark name -> result (the median when repeated), or None."""
+    path = os.path.join(tmp, name + ".json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        data = json.load(f)
+    out = {}
+    for b in data.get("benchmarks", []):
+        run = b.get("run_name", b["name"])
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                out[run] = b
+        elif run not in out or b.get("error_occurred"):
+            out.setdefault(run, b)
+    return out
+
+
+rows = []  # figure, value, unit, target text, ratio text
+
+
+def add(figure, value, unit, target=None, higher_is_better=True, fmt="{:.2f}"):
+    if isinstance(value, str):
+        rows.append((figure, value, unit, "-", "-"))
+        return
+    if target is None:
+        rows.append((figure, fmt.format(value), unit, "-", "-"))
+        return
+    if higher_is_better:
+        ratio = value / target
+        ttext = ">= " + fmt.format(target)
+    else:
+        ratio = target / value if value > 0 else float("inf")
+        ttext = "<= " + fmt.format(target)
+    verdict = "met" if ratio >= 1 else "MISSED"
+    rows.append((figure, fmt.format(value), unit, ttext,
+                 "{:.2f} ({})".format(ratio, verdict)))
+
+
+def skipped(b):
+    if b is None:
+        return "not run"
+    if b.get("error_occurred"):
+        return "skipped: " + b.get("error_message", "")
+    return None
+
+
+rate = load("message_rate")
+ops = [("rdma_write", "RDMA write"), ("send_recv", "send/recv"),
+       ("rdma_read", "RDMA read"), ("fetch_add", "fetch-and-add")]
+for op, label in ops:
+    for batch in (1, 32):
+        for every in (1, 32):
+            name = "msg_rate/%s/batch:%d/signal_every:%d/real_time" % (
+                op, batch, every)
+            b = rate.get(name)
+            sig = "all signaled" if every == 1 else "every 32nd signaled"
+            figure = "8 B %s post+poll, batch %d, %s" % (label, batch, sig)
+            why = skipped(b)
+            if why:
+                add(figure, why, "")
+                continue
+            add(figure, b["items_per_second"] / 1e6, "M msg/s",
+                10.0 if op == "rdma_write" else None)
+
+bw = load("bandwidth")
+for op, label in (("rdma_write", "RDMA write"), ("rdma_read", "RDMA read")):
+    for size in (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20):
+        name = "bandwidth/%s/%d/real_time" % (op, size)
+        b = bw.get(name)
+        text = ("%d KiB" % (size >> 10)) if size < (1 << 20) else (
+            "%d MiB" % (size >> 20))
+        why = skipped(b)
+        if why:
+            add("%s %s vs memcpy" % (label, text), why, "")
+            continue
+        figure = "%s %s: %.1f GB/s vs memcpy %.1f GB/s" % (
+            label, text, b["rdma_GBps"], b["memcpy_GBps"])
+        target = 80.0 if (op == "rdma_write" and size == 1 << 20) else None
+        add(figure, b["pct_of_memcpy"], "% of memcpy", target, fmt="{:.1f}")
+
+lat = load("latency")
+b = lat.get("latency/ping_pong_rtt/real_time")
+why = skipped(b)
+if why:
+    add("ping-pong round trip, 8 B send/recv (wall)", why, "")
+else:
+    # real_time is in the benchmark's time unit (us).
+    rtt_us = b["real_time"]
+    if b.get("time_unit") == "ns":
+        rtt_us /= 1e3
+    add("ping-pong round trip, 8 B send/recv (wall)", rtt_us, "us", 1.0,
+        higher_is_better=False)
+
+with open(os.path.join(tmp, "scale.jsonl")) as f:
+    for line in f:
+        s = json.loads(line)
+        head = "scale %d nodes x %d QPs" % (s["nodes"], s["qps"])
+        if s.get("error"):
+            add(head, "failed", "")
+            continue
+        big = s["qps"] >= 100000
+        add(head + ": set-up time", s["setup_s"], "s", 1.0 if big else None,
+            higher_is_better=False, fmt="{:.3f}")
+        add(head + ": resident memory (VmRSS)", s["rss_after_kib"] / 1024.0,
+            "MiB", 1024.0 if big else None, higher_is_better=False,
+            fmt="{:.1f}")
+        add(head + ": memory per QP", s["bytes_per_qp"], "bytes",
+            fmt="{:.0f}")
+
+header = ("figure", "value", "unit", "target", "ratio")
+widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+
+
+def fmt_row(r):
+    cells = []
+    for i, c in enumerate(r):
+        cells.append(c.rjust(widths[i]) if i in (1, 4) else c.ljust(widths[i]))
+    return "| " + " | ".join(cells) + " |"
+
+
+lines = [fmt_row(header),
+         "|" + "|".join("-" * (w + 2) if i not in (1, 4) else
+                        "-" * (w + 1) + ":" for i, w in
+                        enumerate(widths)) + "|"]
+lines += [fmt_row(r) for r in rows]
+text = "\n".join(lines) + "\n"
+print()
+print("verbsim benchmarks, provider %s (ratio >= 1 means the target is met)"
+      % provider)
+print()
+sys.stdout.write(text)
+if table_out:
+    with open(table_out, "w") as f:
+        f.write(text)
+PY
