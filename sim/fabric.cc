@@ -349,14 +349,32 @@ absl::StatusOr<NodeStats> Fabric::GetNodeStats(int node) {
                    n.icrc_errors};
 }
 
-bool Fabric::RegistrationFaultDue() {
+bool Fabric::RegistrationFaultDue(int node) {
   ++registrations_;
-  return faults_.regfail_nth != 0 && registrations_ == faults_.regfail_nth;
+  if (faults_.regfail_nth == 0 || registrations_ != faults_.regfail_nth) {
+    return false;
+  }
+  RecordLocalFault(node, 0, "fault: registration fails (regfail)");
+  return true;
 }
 
-bool Fabric::PostFaultDue() {
+bool Fabric::PostFaultDue(int node, uint32_t qpn) {
   ++posts_;
-  return faults_.postfail_nth != 0 && posts_ == faults_.postfail_nth;
+  if (faults_.postfail_nth == 0 || posts_ != faults_.postfail_nth) {
+    return false;
+  }
+  RecordLocalFault(node, qpn, "fault: post fails (postfail)");
+  return true;
+}
+
+void Fabric::RecordLocalFault(int node, uint32_t qpn, absl::string_view note) {
+  TraceRecord r;
+  r.time_ns = now_ns_;
+  r.kind = TraceKind::kDrop;
+  r.node = node;
+  r.qpn = qpn;
+  r.note = std::string(note);
+  trace_.Record(std::move(r));
 }
 
 void Fabric::ForceQpError(int node, uint32_t qpn) {

@@ -172,8 +172,10 @@ class Fabric {
   Trace& trace() { return trace_; }
   std::mt19937_64& rng() { return rng_; }
   // Forced local faults: true when this registration / post must fail.
-  bool RegistrationFaultDue();
-  bool PostFaultDue();
+  bool RegistrationFaultDue(int node);
+  bool PostFaultDue(int node, uint32_t qpn);
+  // Records a forced local fault in the trace.
+  void RecordLocalFault(int node, uint32_t qpn, absl::string_view note);
   // Records a packet event (transmit, deliver, drop) at `node`.
   void TracePacket(TraceKind kind, const Packet& p, absl::string_view note = {});
 

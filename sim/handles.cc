@@ -265,7 +265,7 @@ class SimQp : public Qp {
                         size_t* bad_index) override {
     Lock lock(*fabric_);
     fabric_->NoteThread();
-    if (fabric_->PostFaultDue()) {
+    if (fabric_->PostFaultDue(st_->node->index, st_->qpn)) {
       if (bad_index != nullptr) *bad_index = 0;
       return Errno(ENOMEM, "injected fault: post_recv on qp %u fails",
                    st_->qpn);
@@ -377,7 +377,7 @@ class SimPd : public Pd {
       return Errno(EINVAL, "range [0x%x, +%zu) wraps or exceeds max_mr_size",
                    start, length);
     }
-    if (fabric_->RegistrationFaultDue()) {
+    if (fabric_->RegistrationFaultDue(node->index)) {
       return Errno(ENOMEM, "injected fault: registration %zu bytes at 0x%x fails",
                    length, start);
     }

@@ -375,6 +375,12 @@ TEST(FaultActions, RegistrationAndPostFailOnTheNthCall) {
   absl::Status failed = w.eps.server->PostRecv(2, buf, 32, third->get());
   EXPECT_EQ(ErrnoOf(failed), ENOMEM);
   EXPECT_TRUE(w.eps.server->PostRecv(3, buf, 32, third->get()).ok());
+  int recorded = 0;
+  for (const TraceRecord& r : w.fabric->TraceRecords()) {
+    recorded += r.note == "fault: registration fails (regfail)" ||
+                r.note == "fault: post fails (postfail)";
+  }
+  EXPECT_EQ(recorded, 2) << w.fabric->TraceText();
 }
 
 }  // namespace
