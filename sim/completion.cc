@@ -31,22 +31,27 @@ WcOpcode WcOpcodeFor(WrOpcode op) {
   return WcOpcode::kSend;
 }
 
+void OverflowCq(CqState& cq) {
+  if (cq.overflowed) return;
+  // CQ overrun: the CQ is in error, an async CQ_ERR event is raised and the
+  // QPs that complete here go to ERR (ibv_create_cq(3), IBA 11.4.2.1).
+  cq.overflowed = true;
+  AsyncEvent ev;
+  ev.type = AsyncEventType::kCqErr;
+  ev.cq_id = cq.id;
+  cq.context->async_events.push_back(ev);
+  std::vector<QpCore*> qps(cq.qps.begin(), cq.qps.end());
+  for (QpCore* qp : qps) {
+    if (qp->state != verbsim::QpState::kErr) EnterError(*qp);
+  }
+  cq.context->node->fabric->Wake();
+}
+
 void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
   Fabric* fabric = cq.context->node->fabric;
   if (cq.overflowed || cq.dead) return;
   if (static_cast<int>(cq.entries.size()) >= cq.cqe) {
-    // CQ overrun: the CQ is in error, an async CQ_ERR event is raised and
-    // the QPs that complete here go to ERR (ibv_create_cq(3), IBA 11.4.2.1).
-    cq.overflowed = true;
-    AsyncEvent ev;
-    ev.type = AsyncEventType::kCqErr;
-    ev.cq_id = cq.id;
-    cq.context->async_events.push_back(ev);
-    std::vector<QpCore*> qps(cq.qps.begin(), cq.qps.end());
-    for (QpCore* qp : qps) {
-      if (qp->state != verbsim::QpState::kErr) EnterError(*qp);
-    }
-    fabric->Wake();
+    OverflowCq(cq);
     return;
   }
   TraceRecord r;

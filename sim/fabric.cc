@@ -100,10 +100,12 @@ void Fabric::Transmit(Packet packet) {
   arrive += extra_ns;
   for (int i = 1; i < copies; ++i) {
     Schedule(arrive + i * serialise_ns,
-             [this, p = packet, corrupt]() { Deliver(p, corrupt); });
+             [this, p = packet, corrupt]() mutable {
+               Deliver(std::move(p), corrupt);
+             });
   }
-  Schedule(arrive, [this, p = std::move(packet), corrupt]() {
-    Deliver(p, corrupt);
+  Schedule(arrive, [this, p = std::move(packet), corrupt]() mutable {
+    Deliver(std::move(p), corrupt);
   });
 }
 
@@ -171,7 +173,7 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
   return true;
 }
 
-void Fabric::Deliver(const Packet& packet, bool corrupt) {
+void Fabric::Deliver(Packet packet, bool corrupt) {
   if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) {
     TracePacket(TraceKind::kDrop, packet, "no route");
     return;
@@ -198,11 +200,10 @@ void Fabric::Deliver(const Packet& packet, bool corrupt) {
   ++dst->packets_received;
   ++it->second->packets_received;
   TracePacket(TraceKind::kDeliver, packet);
-  Packet copy = packet;
   if (IsRequest(packet.opcode)) {
-    ResponderReceive(*it->second, copy);
+    ResponderReceive(*it->second, packet);
   } else {
-    CompleterReceive(*it->second, copy);
+    CompleterReceive(*it->second, packet);
   }
 }
 
@@ -321,6 +322,16 @@ absl::Status Fabric::AddFaultPlan(FaultPlan plan) {
                    num_nodes());
     }
   }
+  for (const CqOverflow& o : plan.cq_overflows) {
+    if (o.node >= num_nodes()) {
+      return Errno(EINVAL, "cqoverflow: no node %d (the fabric has %d)",
+                   o.node, num_nodes());
+    }
+  }
+  for (const CqOverflow& o : plan.cq_overflows) {
+    const CqOverflow copy = o;
+    Schedule(o.at_ns, [this, copy]() { ForceCqOverflow(copy); });
+  }
   for (const NodeCrash& c : plan.crashes) {
     const int node = c.node;
     Schedule(c.at_ns, [this, node]() { CrashNode(node); });
@@ -393,6 +404,17 @@ void Fabric::ForceQpError(int node, uint32_t qpn) {
   ev.qp_num = qpn;
   qp.pd->context->async_events.push_back(ev);
   if (qp.state != verbsim::QpState::kErr) EnterError(qp);
+  cv_.notify_all();
+}
+
+void Fabric::ForceCqOverflow(const CqOverflow& o) {
+  auto it = nodes_[o.node]->qps.find(o.qpn);
+  if (it == nodes_[o.node]->qps.end()) return;
+  CqState& cq = o.recv_cq ? *it->second->recv_cq : *it->second->send_cq;
+  RecordLocalFault(o.node, o.qpn,
+                   o.recv_cq ? "fault: receive CQ overflows (cqoverflow)"
+                             : "fault: send CQ overflows (cqoverflow)");
+  OverflowCq(cq);
   cv_.notify_all();
 }
 

@@ -189,13 +189,14 @@ class Fabric {
     }
   };
   bool Step();
-  void Deliver(const Packet& packet, bool corrupt);
+  void Deliver(Packet packet, bool corrupt);
   // Applies the packet rules to a packet entering a link: whether it goes
   // on, and how late (extra_ns) or how often (copies).
   bool ApplyPacketFaults(const Packet& p, int64_t* extra_ns, int* copies,
                          bool* corrupt, bool* bypass_fifo, std::string* lost);
   void CrashNode(int node);
   void ForceQpError(int node, uint32_t qpn);
+  void ForceCqOverflow(const CqOverflow& overflow);
 
   FabricOptions options_;
   std::mutex mu_;

@@ -108,14 +108,15 @@ absl::StatusOr<FaultPlan> ParseFaults(absl::string_view text) {
     } else if (verb.text == "corrupt") {
       rule.action = FaultAction::kCorrupt;
     } else if (verb.text == "linkdown" || verb.text == "crash" ||
-               verb.text == "qperr" || verb.text == "regfail" ||
-               verb.text == "postfail") {
+               verb.text == "qperr" || verb.text == "cqoverflow" ||
+               verb.text == "regfail" || verb.text == "postfail") {
       is_packet = false;
     } else {
       return At(verb.column,
                 absl::StrCat("unknown action '", verb.text,
                              "' (want drop, dup, delay, reorder, corrupt, "
-                             "linkdown, crash, qperr, regfail, postfail)"));
+                             "linkdown, crash, qperr, cqoverflow, regfail, "
+                             "postfail)"));
     }
     if (is_packet) {
       allowed = {"src", "dst", "qp", "op", "psn", "nth", "prob"};
@@ -129,11 +130,14 @@ absl::StatusOr<FaultPlan> ParseFaults(absl::string_view text) {
       allowed = {"node", "at_us"};
     } else if (verb.text == "qperr") {
       allowed = {"node", "qp", "at_us"};
+    } else if (verb.text == "cqoverflow") {
+      allowed = {"node", "qp", "cq", "at_us"};
     } else {
       allowed = {"nth"};
     }
     bool have_until = false, have_node = false, have_qp = false,
          have_a = false, have_b = false;
+    CqOverflow overflow;
     for (size_t i = 1; i < words.size(); ++i) {
       const Token& w = words[i];
       size_t eq = w.text.find('=');
@@ -198,6 +202,9 @@ absl::StatusOr<FaultPlan> ParseFaults(absl::string_view text) {
       } else if (key == "at_us") {
         ok = ParseMicros(value, &crash.at_ns);
         qp_error.at_ns = crash.at_ns;
+      } else if (key == "cq") {
+        ok = value == "send" || value == "recv";
+        overflow.recv_cq = value == "recv";
       }
       if (!ok) {
         return At(vcol, absl::StrCat("bad value '", value, "' for ", key));
@@ -223,6 +230,14 @@ absl::StatusOr<FaultPlan> ParseFaults(absl::string_view text) {
     } else if (verb.text == "qperr") {
       if (!have_node || !have_qp) return At(verb.column, "qperr needs node= and qp=");
       plan.qp_errors.push_back(qp_error);
+    } else if (verb.text == "cqoverflow") {
+      if (!have_node || !have_qp) {
+        return At(verb.column, "cqoverflow needs node= and qp=");
+      }
+      overflow.node = qp_error.node;
+      overflow.qpn = qp_error.qpn;
+      overflow.at_ns = qp_error.at_ns;
+      plan.cq_overflows.push_back(overflow);
     } else if (nth == 0) {
       return At(verb.column, absl::StrCat(verb.text, " needs nth="));
     } else if (verb.text == "regfail") {
@@ -239,6 +254,7 @@ void MergeFaults(FaultPlan& plan, FaultPlan more) {
   for (auto& l : more.links) plan.links.push_back(l);
   for (auto& c : more.crashes) plan.crashes.push_back(c);
   for (auto& q : more.qp_errors) plan.qp_errors.push_back(q);
+  for (auto& o : more.cq_overflows) plan.cq_overflows.push_back(o);
   if (more.regfail_nth != 0) plan.regfail_nth = more.regfail_nth;
   if (more.postfail_nth != 0) plan.postfail_nth = more.postfail_nth;
 }

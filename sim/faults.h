@@ -8,7 +8,8 @@
 //   drop op=RDMA_WRITE_MIDDLE nth=3; dup prob=0.05; delay us=20 prob=0.1;
 //   reorder prob=0.1; corrupt op=ACKNOWLEDGE nth=1;
 //   linkdown a=0 b=1 from_us=10 until_us=500; crash node=1 at_us=100;
-//   qperr node=0 qp=17 at_us=5; regfail nth=2; postfail nth=4
+//   qperr node=0 qp=17 at_us=5; cqoverflow node=1 qp=17 cq=recv;
+//   regfail nth=2; postfail nth=4
 #ifndef VERBSIM_SIM_FAULTS_H_
 #define VERBSIM_SIM_FAULTS_H_
 
@@ -67,11 +68,21 @@ struct QpError {
   int64_t at_ns = 0;
 };
 
+// The send (or receive) CQ of QP `qpn` of node `node` overflows at `at_ns`:
+// the CQ is in error (IBV_EVENT_CQ_ERR) and its QPs go to ERR.
+struct CqOverflow {
+  int node = 0;
+  uint32_t qpn = 0;
+  bool recv_cq = false;
+  int64_t at_ns = 0;
+};
+
 struct FaultPlan {
   std::vector<PacketRule> packets;
   std::vector<LinkDown> links;
   std::vector<NodeCrash> crashes;
   std::vector<QpError> qp_errors;
+  std::vector<CqOverflow> cq_overflows;
   uint64_t regfail_nth = 0;   // the nth ibv_reg_mr of the fabric fails ENOMEM
   uint64_t postfail_nth = 0;  // the nth post call of the fabric fails ENOMEM
 };

@@ -137,7 +137,7 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
   }
 }
 
-void ExecuteWrite(QpCore& qp, const Packet& p) {
+void ExecuteWrite(QpCore& qp, Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
   // An immediate needs a receive WQE; without one, RNR before anything else.
   if (HasImmediate(p.opcode) && qp.rq.empty()) {
@@ -163,7 +163,7 @@ void ExecuteWrite(QpCore& qp, const Packet& p) {
     FatalNak(qp, p.psn, NakCode::kInvalidRequest);
     return;
   }
-  PlaceWriteData(qp, qp.write_va, p.payload);
+  PlaceWriteData(qp, qp.write_va, std::move(p.payload));
   qp.write_va += len;
   qp.write_left -= len;
   qp.epsn = PsnAdd(qp.epsn, 1);

@@ -20,15 +20,21 @@ namespace {
 
 constexpr uint64_t kChunk = 64;
 
+
 QpCore* Lookup(Node* node, uint32_t qpn) {
   auto it = node->qps.find(qpn);
   return it == node->qps.end() ? nullptr : it->second;
 }
 
+// Places the chunks of the oldest pending write that have not landed yet.
 void PlaceNext(QpCore& qp) {
   PendingChunk c = std::move(qp.placements.front());
   qp.placements.pop_front();
-  std::memcpy(reinterpret_cast<void*>(c.va), c.bytes.data(), c.bytes.size());
+  for (uint32_t index : c.left) {
+    const uint64_t off = uint64_t{index} * kChunk;
+    const uint64_t n = std::min<uint64_t>(kChunk, c.bytes.size() - off);
+    std::memcpy(reinterpret_cast<void*>(c.va + off), c.bytes.data() + off, n);
+  }
   if (qp.placements.empty() && qp.after_placement) {
     auto then = std::move(qp.after_placement);
     qp.after_placement = nullptr;
@@ -38,37 +44,44 @@ void PlaceNext(QpCore& qp) {
 
 }  // namespace
 
-void PlaceWriteData(QpCore& qp, uint64_t va, const std::vector<uint8_t>& data) {
+void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
   Fabric* fabric = qp.node->fabric;
   if (data.empty()) return;
   if (!fabric->options().randomize_schedule || data.size() <= kChunk) {
     std::memcpy(reinterpret_cast<void*>(va), data.data(), data.size());
     return;
   }
-  std::vector<PendingChunk> chunks;
-  for (uint64_t off = 0; off < data.size(); off += kChunk) {
+  // A random subset of the packet's 64-byte chunks lands now, the rest a few
+  // nanoseconds later: any chunk, the last one included, may be seen before
+  // the others.
+  const uint32_t chunks =
+      static_cast<uint32_t>((data.size() + kChunk - 1) / kChunk);
+  std::vector<uint32_t> order(chunks);
+  for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), fabric->rng());
+  const uint32_t now_count =
+      static_cast<uint32_t>(fabric->rng()() % (chunks + 1));
+  for (uint32_t i = 0; i < now_count; ++i) {
+    const uint64_t off = uint64_t{order[i]} * kChunk;
     const uint64_t n = std::min<uint64_t>(kChunk, data.size() - off);
-    chunks.push_back(PendingChunk{
-        va + off, std::vector<uint8_t>(data.begin() + off,
-                                       data.begin() + off + n)});
+    std::memcpy(reinterpret_cast<void*>(va + off), data.data() + off, n);
   }
-  std::shuffle(chunks.begin(), chunks.end(), fabric->rng());
+  if (now_count == chunks) return;
+  PendingChunk pending;
+  pending.va = va;
+  pending.bytes = std::move(data);
+  pending.left.assign(order.begin() + now_count, order.end());
+  qp.placements.push_back(std::move(pending));
   const uint64_t generation = ++qp.placement_generation;
   Node* node = qp.node;
   const uint32_t qpn = qp.qpn;
-  int64_t at = fabric->now_ns();
-  for (PendingChunk& c : chunks) {
-    qp.placements.push_back(std::move(c));
-    at += 5 + static_cast<int64_t>(fabric->rng()() % 20);
-    fabric->Schedule(at, [node, qpn, generation]() {
-      QpCore* q = Lookup(node, qpn);
-      if (q == nullptr || q->placement_generation != generation ||
-          q->placements.empty()) {
-        return;
-      }
-      PlaceNext(*q);
-    });
-  }
+  fabric->Schedule(
+      fabric->now_ns() + 5 + static_cast<int64_t>(fabric->rng()() % 50),
+      [node, qpn, generation]() {
+        QpCore* q = Lookup(node, qpn);
+        if (q == nullptr || q->placement_generation != generation) return;
+        while (!q->placements.empty()) PlaceNext(*q);
+      });
 }
 
 void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then) {

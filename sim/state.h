@@ -107,10 +107,12 @@ struct SendWqe {
   bool holds_rd_atomic = false;  // counted in the initiator depth
 };
 
-// A piece of RDMA write data not yet placed in memory.
+// An RDMA write packet whose data has partly landed: the 64-byte chunks
+// `left` of `bytes` (to be placed at va) are still to come.
 struct PendingChunk {
   uint64_t va = 0;
   std::vector<uint8_t> bytes;
+  std::vector<uint32_t> left;
 };
 
 struct RecvWqe {

@@ -41,6 +41,8 @@ void ResetQueues(QpCore& qp);
 // The completion opcode of a send WR opcode.
 WcOpcode WcOpcodeFor(WrOpcode op);
 
+// The CQ overruns: in error from now on, CQ_ERR raised, its QPs to ERR.
+void OverflowCq(CqState& cq);
 // Pushes a completion; handles overflow (CQ_ERR, QPs to ERR) and channel
 // notification.
 void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited);
@@ -48,7 +50,7 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited);
 // Randomised schedules (schedule.cc). Write data placed in random chunk
 // order; `then` runs once every chunk is placed; Flush places what is left
 // now (before the QP's next request executes).
-void PlaceWriteData(QpCore& qp, uint64_t va, const std::vector<uint8_t>& data);
+void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data);
 void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then);
 void FlushPlacements(QpCore& qp);
 void DropPlacements(QpCore& qp);

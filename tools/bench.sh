@@ -59,7 +59,8 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-targets=(//bench:message_rate //bench:bandwidth //bench:latency //bench:scale)
+targets=(//bench:message_rate //bench:bandwidth //bench:latency //bench:scale
+         //bench:loss_cost)
 echo "bench: building ${targets[*]} (-c opt)" >&2
 if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
        >"${tmp}/bazel.log" 2>&1; then
@@ -74,7 +75,7 @@ bazel "${startup[@]}" shutdown >/dev/null 2>&1 || true
 
 # Counts the benchmarks of each binary for the progress lines.
 total=0
-for b in message_rate bandwidth latency; do
+for b in message_rate bandwidth latency loss_cost; do
   n="$("${bin}/${b}" --benchmark_list_tests=true | wc -l)"
   total=$((total + n))
 done
@@ -89,7 +90,7 @@ run_gbench() {
   local name="$1" line bench last=""
   while IFS= read -r line; do
     case "${line}" in
-      msg_rate/* | bandwidth/* | latency/*) ;;
+      msg_rate/* | bandwidth/* | latency/* | loss_cost/*) ;;
       *) continue ;;
     esac
     bench="${line%% *}"
@@ -125,6 +126,7 @@ echo "bench: provider ${provider}; ${total} benchmarks" \
 run_gbench message_rate
 run_gbench bandwidth
 run_gbench latency
+run_gbench loss_cost
 : >"${tmp}/scale.jsonl"
 for size in "${sizes[@]}"; do
   nodes="${size%%:*}"
@@ -248,6 +250,22 @@ else:
         rtt_us /= 1e3
     add("ping-pong round trip, 8 B send/recv (wall)", rtt_us, "us", 1.0,
         higher_is_better=False)
+
+loss = load("loss_cost")
+clean = loss.get("loss_cost/rdma_write_16KiB/loss_pct:0/real_time")
+lossy = loss.get("loss_cost/rdma_write_16KiB/loss_pct:10/real_time")
+why = skipped(clean) or skipped(lossy)
+if why:
+    add("16 KiB RDMA writes, 10% loss vs lossless", why, "")
+else:
+    add("16 KiB RDMA writes, lossless (sim, delivered)",
+        clean["bytes_per_second"] / 1e9, "GB/s", fmt="{:.2f}")
+    add("16 KiB RDMA writes, 10%% random loss (%.0f packets per write)"
+        % lossy["packets_per_write"], lossy["bytes_per_second"] / 1e9, "GB/s",
+        fmt="{:.2f}")
+    add("wall-time cost of 10% loss (lossy time / lossless time)",
+        clean["bytes_per_second"] / lossy["bytes_per_second"], "x",
+        fmt="{:.1f}")
 
 with open(os.path.join(tmp, "scale.jsonl")) as f:
     for line in f:

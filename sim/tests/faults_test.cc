@@ -80,7 +80,8 @@ TEST(FaultText, ParsesEveryAction) {
       "drop op=RDMA_WRITE_MIDDLE nth=3; dup prob=0.05; delay us=20 prob=0.1;"
       " reorder qp=17; corrupt op=ACK src=sim1 dst=0 psn=4;"
       " linkdown a=0 b=1 from_us=10 until_us=500; crash node=1 at_us=100;"
-      " qperr node=0 qp=17 at_us=5; regfail nth=2; postfail nth=4");
+      " qperr node=0 qp=17 at_us=5; cqoverflow node=1 qp=3 cq=recv;"
+      " regfail nth=2; postfail nth=4");
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->packets.size(), 5u);
   EXPECT_EQ(plan->packets[0].action, FaultAction::kDrop);
@@ -94,6 +95,9 @@ TEST(FaultText, ParsesEveryAction) {
   ASSERT_EQ(plan->crashes.size(), 1u);
   EXPECT_EQ(plan->crashes[0].at_ns, 100000);
   EXPECT_EQ(plan->qp_errors[0].qpn, 17u);
+  ASSERT_EQ(plan->cq_overflows.size(), 1u);
+  EXPECT_TRUE(plan->cq_overflows[0].recv_cq);
+  EXPECT_EQ(plan->cq_overflows[0].qpn, 3u);
   EXPECT_EQ(plan->regfail_nth, 2u);
   EXPECT_EQ(plan->postfail_nth, 4u);
 }
@@ -358,6 +362,28 @@ TEST(FaultActions, QpErrorAtATime) {
   auto ev = w.eps.client->context()->GetAsyncEvent(absl::Milliseconds(1));
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->type, AsyncEventType::kQpFatal);
+}
+
+TEST(FaultActions, ForcedCqOverflowIsCqErrAndQpToErr) {
+  Wired w = Connect();
+  const uint32_t qpn = w.eps.server->qp()->qp_num();
+  ASSERT_TRUE(w.fabric
+                  ->AddFaults(absl::StrCat("cqoverflow node=1 qp=", qpn,
+                                           " cq=recv at_us=10"))
+                  .ok());
+  char buf[8];
+  auto mr = w.eps.server->RegMsgs(buf, sizeof(buf));
+  ASSERT_TRUE(w.eps.server->PostRecv(1, buf, 8, mr->get()).ok());
+  w.fabric->RunFor(absl::Microseconds(20));
+  EXPECT_EQ(w.eps.server->qp()->state(), QpState::kErr);
+  auto ev = w.eps.server->context()->GetAsyncEvent(absl::Milliseconds(1));
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  EXPECT_EQ(ev->type, AsyncEventType::kCqErr);
+  // The CQ is in error: the flushed receive is lost with it.
+  WorkCompletion wc;
+  EXPECT_EQ(*w.eps.server->recv_cq()->Poll({&wc, 1}), 0);
+  EXPECT_NE(w.fabric->TraceText().find("receive CQ overflows"),
+            std::string::npos);
 }
 
 TEST(FaultActions, RegistrationAndPostFailOnTheNthCall) {
