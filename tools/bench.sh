@@ -60,7 +60,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 targets=(//bench:message_rate //bench:bandwidth //bench:latency //bench:scale
-         //bench:loss_cost)
+         //bench:loss_cost //bench:rc_property_bench)
 echo "bench: building ${targets[*]} (-c opt)" >&2
 if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
        >"${tmp}/bazel.log" 2>&1; then
@@ -75,7 +75,7 @@ bazel "${startup[@]}" shutdown >/dev/null 2>&1 || true
 
 # Counts the benchmarks of each binary for the progress lines.
 total=0
-for b in message_rate bandwidth latency loss_cost; do
+for b in message_rate bandwidth latency loss_cost rc_property_bench; do
   n="$("${bin}/${b}" --benchmark_list_tests=true | wc -l)"
   total=$((total + n))
 done
@@ -90,7 +90,7 @@ run_gbench() {
   local name="$1" line bench last=""
   while IFS= read -r line; do
     case "${line}" in
-      msg_rate/* | bandwidth/* | latency/* | loss_cost/*) ;;
+      msg_rate/* | bandwidth/* | latency/* | loss_cost/* | rc_property/*) ;;
       *) continue ;;
     esac
     bench="${line%% *}"
@@ -127,6 +127,7 @@ run_gbench message_rate
 run_gbench bandwidth
 run_gbench latency
 run_gbench loss_cost
+run_gbench rc_property_bench
 : >"${tmp}/scale.jsonl"
 for size in "${sizes[@]}"; do
   nodes="${size%%:*}"
@@ -266,6 +267,16 @@ else:
     add("wall-time cost of 10% loss (lossy time / lossless time)",
         clean["bytes_per_second"] / lossy["bytes_per_second"], "x",
         fmt="{:.1f}")
+
+prop = load("rc_property_bench").get(
+    "rc_property/lossy_mixed/messages:4000000/iterations:1/real_time")
+why = skipped(prop)
+if why or prop is None:
+    add("RC property, 4M mixed messages, 10% loss", why or "not run", "")
+else:
+    add("RC property, 4M mixed messages under 10%% loss, 5%% dup and reorder "
+        "(%.1f packets each), all checked" % prop["packets_per_message"],
+        prop["items_per_second"] / 1e3, "k msg/s", fmt="{:.0f}")
 
 with open(os.path.join(tmp, "scale.jsonl")) as f:
     for line in f:
