@@ -206,9 +206,10 @@ class Fabric {
   uint64_t next_seq_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   // When each directed link is next free, for in-order serialisation.
-  std::map<std::pair<int, int>, int64_t> link_free_ns_;
+  absl::flat_hash_map<std::pair<int, int>, int64_t> link_free_ns_;
   // When each QP-to-QP flow last delivered, so jitter keeps a flow in order.
-  std::map<std::tuple<int, uint32_t, int, uint32_t>, int64_t> flow_last_ns_;
+  absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
+      flow_last_ns_;
   std::mt19937_64 rng_;
   FaultPlan faults_;
   uint64_t registrations_ = 0;
