@@ -64,14 +64,21 @@ void Fabric::Transmit(Packet packet) {
   if (packet.src_node >= 0 && packet.src_node < num_nodes()) {
     ++nodes_[packet.src_node]->packets_sent;
   }
+  const LinkModel& link = LinkBetween(packet.src_node, packet.dst_node);
   // Headers: about 58 bytes on RoCEv2 (Eth, IPv4, UDP, BTH, ICRC, FCS).
   const double bytes = static_cast<double>(packet.payload.size() + 58);
   const int64_t serialise_ns =
-      static_cast<int64_t>(bytes * 8.0 / options_.gbit_per_s);
+      static_cast<int64_t>(bytes * 8.0 / link.gbit_per_s);
   int64_t& free_ns = link_free_ns_[{packet.src_node, packet.dst_node}];
   const int64_t start = std::max(now_ns_, free_ns);
   free_ns = start + serialise_ns;
-  int64_t arrive = free_ns + absl::ToInt64Nanoseconds(options_.latency);
+  int64_t arrive = free_ns + absl::ToInt64Nanoseconds(link.latency);
+  if (packet.payload.size() > static_cast<size_t>(link.mtu)) {
+    Schedule(arrive, [this, p = std::move(packet)]() {
+      TracePacket(TraceKind::kDrop, p, "larger than the link MTU");
+    });
+    return;
+  }
   const int64_t jitter = absl::ToInt64Nanoseconds(options_.jitter);
   if (jitter > 0) {
     arrive += static_cast<int64_t>(rng_() % static_cast<uint64_t>(jitter + 1));
@@ -300,6 +307,36 @@ void Fabric::RunFor(absl::Duration d) {
   while (!events_.empty() && events_.top().at_ns <= limit) Step();
   now_ns_ = std::max(now_ns_, limit);
   cv_.notify_all();
+}
+
+const LinkModel& Fabric::LinkBetween(int a, int b) const {
+  if (!links_.empty()) {
+    auto it = links_.find({std::min(a, b), std::max(a, b)});
+    if (it != links_.end()) return it->second;
+  }
+  return options_.link;
+}
+
+absl::Status Fabric::SetLink(int a, int b, const LinkModel& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (a < 0 || a >= num_nodes() || b < 0 || b >= num_nodes() || a == b) {
+    return Errno(EINVAL, "link %d-%d: nodes must be two of 0..%d", a, b,
+                 num_nodes() - 1);
+  }
+  if (model.latency < absl::ZeroDuration() || !(model.gbit_per_s > 0) ||
+      model.mtu < 256) {
+    return Errno(EINVAL,
+                 "link %d-%d: latency %s, rate %g Gbit/s, mtu %d out of range",
+                 a, b, absl::FormatDuration(model.latency), model.gbit_per_s,
+                 model.mtu);
+  }
+  links_[{std::min(a, b), std::max(a, b)}] = model;
+  return absl::OkStatus();
+}
+
+LinkModel Fabric::GetLink(int a, int b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return LinkBetween(a, b);
 }
 
 absl::Status Fabric::AddFaults(absl::string_view text) {

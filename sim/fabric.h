@@ -61,13 +61,22 @@ struct NodeStats {
   uint64_t icrc_errors = 0;
 };
 
+// One link between two nodes (both directions).
+struct LinkModel {
+  absl::Duration latency = absl::Microseconds(1);
+  double gbit_per_s = 100;
+  // The largest payload a packet may carry on this link; a larger packet is
+  // dropped (a path MTU above the link's is a misconfiguration, IBA 7.7.5).
+  int mtu = 4096;
+};
+
 struct FabricOptions {
   int nodes = 2;
   uint64_t seed = 1;
   SimProfile profile;
-  // Link model: every node pair is one link with this latency and rate.
-  absl::Duration latency = absl::Microseconds(1);
-  double gbit_per_s = 100;
+  // The link model of every node pair without one of its own (RoCE-like: 1 us,
+  // 100 Gbit/s, 4096-byte payloads); see Fabric::SetLink for one pair.
+  LinkModel link;
   // Extra random delay per packet, uniform in [0, jitter], drawn from the
   // seeded source. Packets of one QP to one QP keep their order; packets of
   // different QPs and nodes interleave differently per seed.
@@ -122,6 +131,10 @@ class Fabric {
   void RunFor(absl::Duration d);
   // Virtual time since the fabric was made.
   absl::Duration Now();
+  // Gives the link between nodes a and b (both directions) its own model;
+  // EINVAL for an unknown node or a model out of range.
+  absl::Status SetLink(int a, int b, const LinkModel& model);
+  LinkModel GetLink(int a, int b);
   // Adds fault rules (text form of sim/faults.h); EINVAL naming the column of
   // a bad rule, with nothing added.
   absl::Status AddFaults(absl::string_view text);
@@ -207,6 +220,9 @@ class Fabric {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   // When each directed link is next free, for in-order serialisation.
   absl::flat_hash_map<std::pair<int, int>, int64_t> link_free_ns_;
+  // Links with a model of their own, keyed (min node, max node).
+  absl::flat_hash_map<std::pair<int, int>, LinkModel> links_;
+  const LinkModel& LinkBetween(int a, int b) const;
   // When each QP-to-QP flow last delivered, so jitter keeps a flow in order.
   absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;

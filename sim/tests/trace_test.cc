@@ -106,3 +106,65 @@ TEST(SimTrace, HashDependsOnWhatHappened) {
 
 }  // namespace
 }  // namespace verbsim::sim
+
+namespace verbsim::sim {
+namespace {
+
+// Each node pair can have its own link: latency and rate set when packets
+// arrive; a packet larger than the link MTU is dropped.
+TEST(SimLinks, PerPairLatencyRateAndMtu) {
+  auto provider = *OpenProvider("sim:nodes=3");
+  Fabric& fabric = AsSimProvider(provider.get())->fabric();
+  LinkModel slow;
+  slow.latency = absl::Microseconds(50);
+  slow.gbit_per_s = 10;
+  ASSERT_TRUE(fabric.SetLink(0, 1, slow).ok());
+  EXPECT_EQ(fabric.GetLink(1, 0).latency, absl::Microseconds(50));
+  EXPECT_EQ(fabric.GetLink(0, 2).latency, absl::Microseconds(1));
+  EXPECT_FALSE(fabric.SetLink(0, 0, slow).ok());
+  EXPECT_FALSE(fabric.SetLink(0, 3, slow).ok());
+  LinkModel bad = slow;
+  bad.gbit_per_s = 0;
+  EXPECT_FALSE(fabric.SetLink(0, 1, bad).ok());
+
+  // One write on the slow link takes at least its latency there and back.
+  auto eps = *CreateConnectedPair(*provider);  // sim0 -> sim1
+  char src[8] = "slow", dst[8];
+  auto smr = *eps.client->RegMsgs(src, sizeof(src));
+  auto dmr = *eps.server->RegWrite(dst, sizeof(dst));
+  const absl::Duration t0 = fabric.Now();
+  ASSERT_TRUE(eps.client
+                  ->PostWrite(1, src, 8, smr.get(), kSendSignaled,
+                              reinterpret_cast<uint64_t>(dst), dmr->rkey())
+                  .ok());
+  auto wc = eps.client->GetSendComp();
+  ASSERT_TRUE(wc.ok() && wc->status == WcStatus::kSuccess);
+  EXPECT_GE(fabric.Now() - t0, absl::Microseconds(100));
+
+  // A link MTU below the path MTU: the packets never arrive.
+  LinkModel small;
+  small.mtu = 512;
+  ASSERT_TRUE(fabric.SetLink(0, 1, small).ok());
+  EndpointAttr attr;
+  attr.retry_cnt = 1;
+  attr.timeout = 8;
+  auto eps2 = *CreateConnectedPair(*provider, attr);
+  std::vector<char> big(1024, 'x'), into(1024);
+  auto bmr = *eps2.client->RegMsgs(big.data(), big.size());
+  auto imr = *eps2.server->RegWrite(into.data(), into.size());
+  fabric.KeepTrace(true);
+  ASSERT_TRUE(eps2.client
+                  ->PostWrite(1, big.data(), big.size(), bmr.get(),
+                              kSendSignaled,
+                              reinterpret_cast<uint64_t>(into.data()),
+                              imr->rkey())
+                  .ok());
+  wc = eps2.client->GetSendComp();
+  ASSERT_TRUE(wc.ok());
+  EXPECT_EQ(wc->status, WcStatus::kRetryExcErr);
+  EXPECT_NE(fabric.TraceText().find("larger than the link MTU"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace verbsim::sim
