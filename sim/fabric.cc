@@ -89,8 +89,10 @@ void Fabric::Transmit(Packet packet) {
   bool corrupt = false;
   bool bypass_fifo = false;
   std::string lost;  // why the packet is lost, if it is
-  if (!ApplyPacketFaults(packet, &extra_ns, &copies, &corrupt, &bypass_fifo,
-                         &lost)) {
+  const bool go_on = ApplyPacketFaults(packet, &extra_ns, &copies, &corrupt,
+                                      &bypass_fifo, &lost);
+  if (keep_packets_) captured_.push_back({now_ns_, packet, !go_on});
+  if (!go_on) {
     // Recorded when it would have arrived, so the trace reads as a timeline.
     Schedule(arrive, [this, p = std::move(packet), note = std::move(lost)]() {
       TracePacket(TraceKind::kDrop, p, note);
@@ -501,6 +503,16 @@ std::string Fabric::TraceText() {
     out += '\n';
   }
   return out;
+}
+
+void Fabric::KeepPackets(bool keep) {
+  std::lock_guard<std::mutex> lock(mu_);
+  keep_packets_ = keep;
+}
+
+std::vector<Fabric::CapturedPacket> Fabric::CapturedPackets() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return captured_;
 }
 
 absl::Duration Fabric::Now() {

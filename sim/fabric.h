@@ -148,6 +148,16 @@ class Fabric {
   std::vector<TraceRecord> TraceRecords();
   // The kept records as text, one per line.
   std::string TraceText();
+  // Keeps a copy of every packet put on a link (headers and payload), with
+  // the virtual time it was sent and whether a fault lost it, for packet
+  // captures (pcap) and teaching tools.
+  struct CapturedPacket {
+    int64_t time_ns = 0;
+    Packet packet;
+    bool lost = false;  // dropped on the wire by a fault or a down link
+  };
+  void KeepPackets(bool keep);
+  std::vector<CapturedPacket> CapturedPackets();
 
   // --- Under mu() ---------------------------------------------------------
   Node* node(int i) { return nodes_[i].get(); }
@@ -232,6 +242,8 @@ class Fabric {
   uint64_t posts_ = 0;
   uint64_t packets_sent_ = 0;
   Trace trace_;
+  bool keep_packets_ = false;
+  std::vector<CapturedPacket> captured_;
   bool have_first_thread_ = false;
   std::thread::id first_thread_;
   bool multi_threaded_ = false;

@@ -85,6 +85,31 @@ TEST(SimTrace, BadRkeyIsAnsweredWithARemoteAccessNak) {
   EXPECT_TRUE(nak) << r.fabric->TraceText();
 }
 
+TEST(SimTrace, CapturedPacketsCarryTheirHeaders) {
+  Traced r = Connect();
+  r.fabric->KeepPackets(true);
+  char src[16] = "captured", dst[16];
+  auto smr = r.eps.client->RegMsgs(src, sizeof(src));
+  auto dmr = r.eps.server->RegWrite(dst, sizeof(dst));
+  ASSERT_TRUE(r.eps.client
+                  ->PostWrite(1, src, 9, smr->get(), kSendSignaled,
+                              reinterpret_cast<uint64_t>(dst), (*dmr)->rkey())
+                  .ok());
+  ASSERT_TRUE(r.eps.client->GetSendComp().ok());
+  auto packets = r.fabric->CapturedPackets();
+  ASSERT_EQ(packets.size(), 2u);
+  EXPECT_EQ(packets[0].packet.opcode, RcOp::kWriteOnly);
+  EXPECT_EQ(packets[0].packet.rkey, (*dmr)->rkey());
+  EXPECT_EQ(packets[0].packet.va, reinterpret_cast<uint64_t>(dst));
+  EXPECT_EQ(packets[0].packet.dma_len, 9u);
+  EXPECT_EQ(std::string(packets[0].packet.payload.begin(),
+                        packets[0].packet.payload.end()),
+            std::string("captured\0", 9));
+  EXPECT_FALSE(packets[0].lost);
+  EXPECT_EQ(packets[1].packet.opcode, RcOp::kAcknowledge);
+  EXPECT_LT(packets[0].time_ns, packets[1].time_ns);
+}
+
 TEST(SimTrace, HashDependsOnWhatHappened) {
   auto run = [](size_t bytes) {
     Traced r = Connect();
