@@ -74,6 +74,7 @@ void Fabric::Transmit(Packet packet) {
   free_ns = start + serialise_ns;
   int64_t arrive = free_ns + absl::ToInt64Nanoseconds(link.latency);
   if (packet.payload.size() > static_cast<size_t>(link.mtu)) {
+    if (keep_packets_) captured_.push_back({now_ns_, packet, true});
     Schedule(arrive, [this, p = std::move(packet)]() {
       TracePacket(TraceKind::kDrop, p, "larger than the link MTU");
     });
