@@ -18,6 +18,7 @@ packages=(
   libclang-rt-14-dev
   lld
   python3
+  tshark
 )
 
 missing=()

@@ -1,0 +1,99 @@
+// Scenario files for the verbsim CLI: a small line-oriented language a
+// learner can read and edit (docs/cli.md describes it), its parser and the
+// runner that plays a scenario on a provider and records what happened.
+#ifndef VERBSIM_TOOLS_VERBSIM_SCENARIO_H_
+#define VERBSIM_TOOLS_VERBSIM_SCENARIO_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sim/fabric.h"
+#include "sim/trace.h"
+
+namespace verbsim::cli {
+
+// One word of a line: its text (quotes removed) and 1-based column.
+struct Token {
+  std::string text;
+  int column = 0;
+  bool quoted = false;
+};
+
+// One command of a scenario: the verb, its words, and for the verbs that
+// take free text (title, spec, say, faults) the rest of the line.
+struct Command {
+  int line = 0;
+  std::vector<Token> words;  // words[0] is the verb
+  std::string rest;          // free text after the verb
+  int rest_column = 0;
+};
+
+struct Scenario {
+  std::string file;  // as named on the command line, for messages
+  std::string title;
+  std::vector<std::string> spec;  // what the spec guarantees, with the rule
+  std::vector<Command> commands;
+};
+
+// Parses `text` (named `file` in messages). Everything is checked before
+// anything runs: verbs, keys, values and names. An error reads
+// "file:line:column: expected ..., got '...'".
+absl::StatusOr<Scenario> ParseScenario(absl::string_view file,
+                                       absl::string_view text);
+
+// What a run produced, for the timeline, the pcap and the JSON trace.
+struct TimelineRow {
+  int64_t time_ns = -1;  // -1: not tied to a moment (narration)
+  int node = -1;
+  uint32_t qpn = 0;
+  std::string text;
+  enum Kind { kNarration, kAction, kPacket, kCompletion, kCheck } kind =
+      kAction;
+};
+
+// A work request as posted, for the JSON trace's slices.
+struct PostedWr {
+  int64_t post_ns = 0;
+  int64_t done_ns = -1;  // when its completion was generated, if it was
+  int node = 0;
+  uint32_t qpn = 0;
+  uint64_t wr_id = 0;
+  bool recv = false;
+  std::string what;      // "RDMA_WRITE 16 bytes"
+  std::string status;    // the completion status, if any
+};
+
+struct RunOptions {
+  std::string provider = "sim";
+  bool have_seed = false;
+  uint64_t seed = 1;
+  std::string faults;  // --faults, applied before the scenario's own
+  bool capture = false;  // keep packets for --pcap
+};
+
+struct RunResult {
+  std::vector<TimelineRow> rows;
+  std::vector<PostedWr> wrs;
+  std::vector<sim::TraceRecord> trace;  // the sim's own records
+  std::vector<sim::Fabric::CapturedPacket> packets;
+  int64_t end_ns = 0;
+  int expectations = 0;
+  int failures = 0;  // failed expectations
+  bool has_fabric = false;
+};
+
+// Runs a parsed scenario. A command that cannot be carried out (a provider
+// that does not open, a post that fails without `expect error` after it)
+// stops the run with a status "file:line: ..."; failed expectations are
+// counted in the result and the run goes on.
+absl::StatusOr<RunResult> RunScenario(const Scenario& scenario,
+                                      const RunOptions& options);
+
+}  // namespace verbsim::cli
+
+#endif  // VERBSIM_TOOLS_VERBSIM_SCENARIO_H_

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The pcap of every tour scenario, as tshark decodes it: the sequence of
+# (BTH opcode, PSN) equals the sim's own list of packets sent, no packet is
+# malformed and no checksum is bad; an independent ICRC check (Python's
+# zlib CRC-32) agrees with every frame's ICRC. Skips if tshark is missing.
+set -euo pipefail
+
+verbsim="tools/verbsim"
+if ! command -v tshark >/dev/null 2>&1; then
+  echo "SKIPPED: tshark is not installed (Debian package tshark;" \
+    "tools/install_deps.sh installs it)"
+  exit 0
+fi
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+# Heuristic dissectors of InfiniBand payloads (RPC-over-RDMA, iSER, ...)
+# guess at every payload; ours are plain bytes, so those are turned off.
+no_heuristics=()
+for h in smc smb_direct rpcordma nvme-rdma lnet iser infiniband.eoib \
+  infiniband_sdp fcoib; do
+  no_heuristics+=(--disable-protocol "${h}")
+done
+tshark_() {
+  tshark -r "$1" -o ip.check_checksum:TRUE -o udp.check_checksum:TRUE \
+    "${no_heuristics[@]}" "${@:2}" 2>/dev/null
+}
+
+fail=0
+check() {  # name pcap packets-list
+  local name="$1" pcap="$2" list="$3"
+  local n
+  n=$(wc -l <"${list}")
+  if [[ "${n}" -eq 0 ]]; then
+    echo "FAIL ${name}: the sim sent no packet"
+    fail=1
+    return
+  fi
+  tshark_ "${pcap}" -T fields -e infiniband.bth.opcode -e infiniband.bth.psn |
+    tr '\t' ' ' >"${tmp}/${name}.tshark"
+  if ! diff -u "${list}" "${tmp}/${name}.tshark" >"${tmp}/${name}.diff"; then
+    echo "FAIL ${name}: tshark's (opcode, psn) differ from the sim's trace"
+    head -20 "${tmp}/${name}.diff"
+    fail=1
+  fi
+  local others
+  others=$(tshark_ "${pcap}" -T fields -e frame.protocols | sort -u |
+    grep -v -E '^eth:ethertype:ip:udp:infiniband(:data)?$' || true)
+  if [[ -n "${others}" ]]; then
+    echo "FAIL ${name}: frames decode as: ${others}"
+    fail=1
+  fi
+  local expert
+  expert=$(tshark_ "${pcap}" -T fields -e _ws.malformed -e _ws.expert.message |
+    tr -d '\t\n')
+  if [[ -n "${expert}" ]]; then
+    echo "FAIL ${name}: tshark reports: ${expert}"
+    fail=1
+  fi
+  if ! python3 - "${pcap}" <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+magic, = struct.unpack_from("<I", data, 0)
+assert magic == 0xa1b23c4d, "not a nanosecond pcap"
+off, n = 24, 0
+while off < len(data):
+    _, _, incl, _ = struct.unpack_from("<IIII", data, off)
+    frame = data[off + 16: off + 16 + incl]
+    off += 16 + incl
+    n += 1
+    ip = bytearray(frame[14:34]); udp = bytearray(frame[34:42])
+    bth = bytearray(frame[42:54])
+    ip[1] = 0xff; ip[8] = 0xff; ip[10:12] = b"\xff\xff"
+    udp[6:8] = b"\xff\xff"; bth[4] = 0xff
+    crc = zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(bth) +
+                     frame[54:-4])
+    got, = struct.unpack("<I", frame[-4:])
+    if crc != got:
+        sys.exit("frame %d: ICRC 0x%08x, expected 0x%08x" % (n, got, crc))
+    words = struct.unpack(">10H", frame[14:34])
+    s = sum(words)
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    if s != 0xffff:
+        sys.exit("frame %d: bad IPv4 header checksum" % n)
+    if struct.unpack(">H", frame[36:38])[0] != 4791:
+        sys.exit("frame %d: not UDP port 4791" % n)
+PY
+  then
+    echo "FAIL ${name}: ICRC check"
+    fail=1
+  fi
+  echo "ok ${name}: ${n} packets"
+}
+
+for f in docs/scenarios/*.scenario; do
+  name=$(basename "${f}" .scenario)
+  "${verbsim}" run "${f}" --quiet --pcap="${tmp}/${name}.pcap" \
+    --packets="${tmp}/${name}.list" >/dev/null
+  check "${name}" "${tmp}/${name}.pcap" "${tmp}/${name}.list"
+done
+# The whole tour in one capture, and a run with faults from the command line.
+"${verbsim}" tour --quiet --pcap="${tmp}/tour.pcap" \
+  --packets="${tmp}/tour.list" >/dev/null
+check tour "${tmp}/tour.pcap" "${tmp}/tour.list"
+"${verbsim}" run docs/scenarios/06-atomics.scenario --quiet --seed=3 \
+  --faults="dup op=FETCH_ADD; drop op=ATOMIC_ACKNOWLEDGE nth=1" \
+  --pcap="${tmp}/faults.pcap" --packets="${tmp}/faults.list" >/dev/null
+check faults "${tmp}/faults.pcap" "${tmp}/faults.list"
+exit "${fail}"
