@@ -3,6 +3,11 @@
 #   1. plain   `bazel test //...`
 #   2. ASan+UBSan `bazel test --config=asan //...`
 #   3. libFuzzer `bazel build --config=fuzz //...`
+#   4. when that build succeeded, each fuzz harness (//fuzz:*_fuzzer) for
+#      VERBSIM_FUZZ_SECONDS seconds (default 60; 0 skips it) on a copy of
+#      its committed corpus (fuzz/corpus/<name>/ is never modified); a
+#      finding fails the run and leaves its reproducer, with the command
+#      that replays it, in the output
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. The Bazel server is always shut down at the end. The last
 # line printed is "tests: N passed, N failed" for the test targets of step 1.
@@ -23,6 +28,7 @@ log="$(mktemp)"
 status=0
 passed=0
 failed=0
+step_rc=0
 
 finish() {
   bazel shutdown >/dev/null 2>&1 || true
@@ -71,7 +77,67 @@ step() {
     echo "==> ${name}: FAILED (bazel exit ${rc})" >&2
     status=1
   fi
+  step_rc="${rc}"
   return 0
+}
+
+# Runs each libFuzzer harness of the fuzz build for a bounded time on a copy
+# of its corpus. A crash, leak, timeout or out-of-memory is a finding: the
+# run fails and the reproducer stays where it is printed.
+fuzz_run() {
+  local seconds="${VERBSIM_FUZZ_SECONDS:-60}"
+  if ! [[ "${seconds}" =~ ^[0-9]+$ ]]; then
+    echo "==> fuzz run: FAILED (VERBSIM_FUZZ_SECONDS='${seconds}' is not a number of seconds)" >&2
+    status=1
+    return 0
+  fi
+  if [[ "${seconds}" -eq 0 ]]; then
+    echo "==> fuzz run: skipped (VERBSIM_FUZZ_SECONDS=0)" >&2
+    return 0
+  fi
+  local bin
+  if ! bin="$(bazel info --config=fuzz bazel-bin 2>/dev/null)" || [[ -z "${bin}" ]]; then
+    echo "==> fuzz run: FAILED (bazel info --config=fuzz bazel-bin)" >&2
+    status=1
+    return 0
+  fi
+  local name work rc found dict summary artifact
+  for name in reg_fuzzer rkey_fuzzer sequence_fuzzer; do
+    if [[ ! -x "${bin}/fuzz/${name}" ]]; then
+      echo "==> fuzz run ${name}: FAILED (no binary ${bin}/fuzz/${name})" >&2
+      status=1
+      continue
+    fi
+    work="$(mktemp -d "${TMPDIR:-/tmp}/verbsim-fuzz-${name}.XXXXXX")"
+    mkdir -p "${work}/corpus" "${work}/artifacts"
+    cp -R "fuzz/corpus/${name}/." "${work}/corpus/"
+    dict=()
+    [[ -f "fuzz/${name}.dict" ]] && dict=("-dict=fuzz/${name}.dict")
+    echo "==> fuzz run ${name}: ${seconds}s on a copy of fuzz/corpus/${name}" >&2
+    "${bin}/fuzz/${name}" -max_total_time="${seconds}" -timeout=30 \
+      -print_final_stats=1 -artifact_prefix="${work}/artifacts/" \
+      ${dict[@]+"${dict[@]}"} "${work}/corpus" >"${work}/log" 2>&1
+    rc=$?
+    summary="$(grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' "${work}/log" | tr -s ' \t' ' ')"
+    [[ -n "${summary}" ]] && sed 's/^/    /' <<<"${summary}" >&2
+    found="$(find "${work}/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' \
+               -o -name 'timeout-*' -o -name 'oom-*' \) | sort)"
+    if [[ "${rc}" -ne 0 || -n "${found}" ]]; then
+      status=1
+      echo "==> fuzz run ${name}: FINDING (libFuzzer exit ${rc}); log: ${work}/log" >&2
+      grep -E 'INVARIANT VIOLATED|ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error|SUMMARY' \
+        "${work}/log" | head -n 5 | sed 's/^/    /' >&2
+      while IFS= read -r artifact; do
+        [[ -z "${artifact}" ]] && continue
+        echo "    reproducer: ${artifact}" >&2
+        echo "    replay:     VERBSIM_FUZZ_VERBOSE=1 ${bin}/fuzz/${name} ${artifact}" >&2
+        echo "    or (gcc):   bazel run //fuzz:${name} -- ${artifact}" >&2
+      done <<<"${found}"
+    else
+      echo "==> fuzz run ${name}: no finding" >&2
+      rm -rf "${work}"
+    fi
+  done
 }
 
 if ! bash tools/install_deps.sh; then
@@ -84,3 +150,8 @@ step "tests" test "${bazel_flags[@]}" --test_output=errors //...
 count_results "${log}"
 step "asan" test "${bazel_flags[@]}" --config=asan --test_output=errors //...
 step "fuzz" build "${bazel_flags[@]}" --config=fuzz //...
+if [[ "${step_rc}" -eq 0 ]]; then
+  fuzz_run
+else
+  echo "==> fuzz run: skipped (the fuzz build failed)" >&2
+fi

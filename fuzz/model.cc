@@ -1,0 +1,413 @@
+#include "fuzz/model.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "core/names.h"
+
+namespace verbsim::fuzz {
+
+// --- StatusSet ---------------------------------------------------------------
+
+StatusSet StatusSet::AnyError() {
+  StatusSet s;
+  s.any_error_ = true;
+  return s;
+}
+
+bool StatusSet::Contains(WcStatus s) const {
+  if (any_error_ && s != WcStatus::kSuccess) return true;
+  return std::find(items_.begin(), items_.end(), s) != items_.end();
+}
+
+std::string StatusSet::ToString() const {
+  if (any_error_) return "any error status";
+  std::string out;
+  for (WcStatus s : items_) {
+    if (!out.empty()) out += " or ";
+    out += StatusName(s);
+  }
+  return out.empty() ? "(nothing)" : out;
+}
+
+std::string StatusName(WcStatus s) { return std::string(WcStatusName(s)); }
+
+// --- Profiles ----------------------------------------------------------------
+
+ProfileRules RulesFor(const std::string& profile) {
+  ProfileRules r;
+  if (profile == "rxe") {
+    // Kernel rxe (rxe_req.c / rxe_resp.c / rxe_comp.c), semantics.md §2.
+    r.name = "rxe";
+    // Older kernels complete LOC_PROT_ERR, newer LOC_QP_OP_ERR.
+    r.bad_lkey = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
+    r.recv_access = {WcStatus::kLocQpOpErr};
+    r.recv_too_small = {WcStatus::kRemInvReqErr};
+    r.recv_bad_invalidate = {WcStatus::kRemInvReqErr};
+    // "a zero-byte op need not carry a valid addr/rkey".
+    r.zero_length_skips_rkey = true;
+    r.qp_access_denied = {WcStatus::kRemInvReqErr};
+    return r;
+  }
+  // The spec and what rdma-unit-test expects of hardware.
+  r.name = "ibta";
+  r.bad_lkey = {WcStatus::kLocProtErr};
+  r.recv_access = {WcStatus::kLocProtErr};
+  r.recv_too_small = {WcStatus::kLocLenErr};
+  // The table gives no receiver status for hardware: any error will do.
+  r.recv_bad_invalidate = StatusSet::AnyError();
+  // Hardware may do either; the ibta profile does the zero-byte op (the
+  // project's choice, stated in the brief and in semantics.md §2).
+  r.zero_length_skips_rkey = true;
+  // "error (remote)": the spec's invalid request or a remote access error.
+  r.qp_access_denied = {WcStatus::kRemInvReqErr, WcStatus::kRemAccessErr};
+  return r;
+}
+
+// --- Registration ------------------------------------------------------------
+
+namespace {
+
+constexpr uint32_t kKnownAccess =
+    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+    kAccessRemoteAtomic | kAccessMwBind | kAccessZeroBased | kAccessOnDemand;
+
+}  // namespace
+
+int RegArgumentErrno(const RegCall& c, const RegLimits& limits) {
+  // A destroyed PD is not a PD.
+  if (!c.pd_alive) return EINVAL;
+  // Flags first: bits nobody knows.
+  if ((c.access & ~kKnownAccess) != 0) return EINVAL;
+  // ibv_reg_mr(3): remote write or remote atomic needs local write.
+  const bool wants_remote_modify =
+      (c.access & kAccessRemoteWrite) || (c.access & kAccessRemoteAtomic);
+  if (wants_remote_modify && !(c.access & kAccessLocalWrite)) return EINVAL;
+  // Zero-based addressing needs an iova, which ibv_reg_mr does not take.
+  if (c.access & kAccessZeroBased) return EINVAL;
+  // On-demand paging is a device capability the simulated HCA lacks.
+  if (c.access & kAccessOnDemand) return EOPNOTSUPP;
+  // The range: a null buffer of nonzero length, one that wraps around the
+  // address space, or one longer than the device allows.
+  if (c.addr == 0 && c.length > 0) return EINVAL;
+  // The end address must be representable (the kernel's
+  // check_add_overflow(addr, size, &end) in ib_umem_get): a range ending at
+  // exactly 2^64 counts as wrapping.
+  const unsigned __int128 end =
+      static_cast<unsigned __int128>(c.addr) + c.length;
+  if (end > static_cast<unsigned __int128>(UINT64_MAX)) return EINVAL;
+  if (c.length > limits.max_mr_size) return EINVAL;
+  return 0;
+}
+
+// --- Keys --------------------------------------------------------------------
+
+const char* KeyVerdictName(KeyVerdict v) {
+  switch (v) {
+    case KeyVerdict::kOk: return "ok";
+    case KeyVerdict::kNoSuchKey: return "no live MR has the key";
+    case KeyVerdict::kOtherPd: return "MR of another PD";
+    case KeyVerdict::kOutOfRange: return "range not inside the MR";
+    case KeyVerdict::kNoAccess: return "MR lacks the access";
+  }
+  return "?";
+}
+
+int KeyModel::Add(const ModelMr& mr) {
+  const int index = static_cast<int>(mrs_.size());
+  mrs_.push_back(mr);
+  if (!mr.live) return index;
+  // A new live MR's keys must not be a key of another live MR on its node.
+  for (uint32_t key : {mr.lkey, mr.rkey}) {
+    const Where w{mr.node, key};
+    for (const std::map<Where, int>* table : {&by_lkey_, &by_rkey_}) {
+      auto it = table->find(w);
+      if (it != table->end() && collision_.empty()) {
+        const ModelMr& other = mrs_[it->second];
+        collision_ = absl::StrCat(
+            "live MRs #", it->second, " (lkey 0x", absl::Hex(other.lkey),
+            " rkey 0x", absl::Hex(other.rkey), ") and #", index, " (lkey 0x",
+            absl::Hex(mr.lkey), " rkey 0x", absl::Hex(mr.rkey), ") on node ",
+            mr.node, " share key 0x", absl::Hex(key));
+      }
+    }
+  }
+  by_lkey_[{mr.node, mr.lkey}] = index;
+  by_rkey_[{mr.node, mr.rkey}] = index;
+  return index;
+}
+
+void KeyModel::Kill(int index) {
+  ModelMr& m = mrs_[index];
+  if (!m.live) return;
+  m.live = false;
+  auto drop = [&](std::map<Where, int>& table, uint32_t key) {
+    auto it = table.find({m.node, key});
+    if (it != table.end() && it->second == index) table.erase(it);
+  };
+  drop(by_lkey_, m.lkey);
+  drop(by_rkey_, m.rkey);
+}
+
+int KeyModel::LiveInPd(int pd) const {
+  int n = 0;
+  for (const ModelMr& m : mrs_) n += m.live && m.pd == pd;
+  return n;
+}
+
+int KeyModel::LiveOnNode(int node) const {
+  int n = 0;
+  for (const auto& [where, index] : by_lkey_) n += where.first == node;
+  return n;
+}
+
+KeyVerdict KeyModel::Check(int node, uint32_t key, bool remote, int pd,
+                           uint64_t addr, uint64_t len,
+                           uint32_t required) const {
+  const std::map<Where, int>& table = remote ? by_rkey_ : by_lkey_;
+  auto it = table.find({node, key});
+  if (it == table.end()) return KeyVerdict::kNoSuchKey;
+  const ModelMr* found = &mrs_[it->second];
+  if (found->pd != pd) return KeyVerdict::kOtherPd;
+  // In 128 bits, so nothing wraps.
+  using U = unsigned __int128;
+  const U lo = found->addr;
+  const U hi = lo + found->length;
+  const U a = addr;
+  const U b = a + len;
+  if (a < lo || b > hi) return KeyVerdict::kOutOfRange;
+  if ((found->access & required) != required) return KeyVerdict::kNoAccess;
+  return KeyVerdict::kOk;
+}
+
+// --- Posting -----------------------------------------------------------------
+
+namespace {
+
+bool IsAtomicOp(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+constexpr uint32_t kKnownSendFlags =
+    kSendFence | kSendSignaled | kSendSolicited | kSendInline;
+
+}  // namespace
+
+int SendWrErrno(const SendWr& wr, const QpCaps& caps) {
+  const int op = static_cast<int>(wr.opcode);
+  if (op < static_cast<int>(WrOpcode::kRdmaWrite) ||
+      op > static_cast<int>(WrOpcode::kSendWithInv)) {
+    return EINVAL;
+  }
+  // BIND_MW binds a memory window; there are none to name (issue 3).
+  if (wr.opcode == WrOpcode::kBindMw) return EINVAL;
+  if ((wr.send_flags & ~kKnownSendFlags) != 0) return EINVAL;
+  if (wr.sg_list.size() > caps.max_send_sge) return EINVAL;
+  uint64_t total = 0;
+  for (const Sge& s : wr.sg_list) total += s.length;
+  // The largest IBA message is 2^31 bytes.
+  if (total > (uint64_t{1} << 31)) return EINVAL;
+  if (wr.send_flags & kSendInline) {
+    // semantics.md §5: inline only for send and RDMA write, bounded by
+    // max_inline_data.
+    const bool inline_ok =
+        wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm ||
+        wr.opcode == WrOpcode::kSendWithInv ||
+        wr.opcode == WrOpcode::kRdmaWrite ||
+        wr.opcode == WrOpcode::kRdmaWriteWithImm;
+    if (!inline_ok || total > caps.max_inline_data) return EINVAL;
+    for (const Sge& s : wr.sg_list) {
+      if (s.length > 0 && s.addr == 0) return EINVAL;
+    }
+  }
+  // An atomic returns the original 8 bytes into exactly one 8-byte SGE.
+  if (IsAtomicOp(wr.opcode) &&
+      (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8)) {
+    return EINVAL;
+  }
+  return 0;
+}
+
+bool SendQueueClosed(QpState s) {
+  return s == QpState::kReset || s == QpState::kInit || s == QpState::kRtr;
+}
+
+bool RecvQueueClosed(QpState s) { return s == QpState::kReset; }
+
+WcOpcode WcOpcodeOf(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv: return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp: return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd: return WcOpcode::kFetchAdd;
+    case WrOpcode::kLocalInv: return WcOpcode::kLocalInv;
+    case WrOpcode::kBindMw: return WcOpcode::kBindMw;
+  }
+  return WcOpcode::kSend;
+}
+
+// --- Transitions -------------------------------------------------------------
+
+namespace {
+
+struct Step {
+  bool valid = false;
+  uint32_t required = 0;
+  uint32_t optional = 0;
+};
+
+// The RC column of the transition table (ibv_modify_qp(3), IBA 10.3.1,
+// the kernel's qp_state_table).
+Step RcStep(QpState from, QpState to) {
+  using S = QpState;
+  Step t;
+  if (to == S::kReset || to == S::kErr) {
+    t.valid = true;  // from anywhere, with no other attribute
+    return t;
+  }
+  if (from == S::kReset && to == S::kInit) {
+    t.valid = true;
+    t.required = kQpPkeyIndex | kQpPort | kQpAccessFlags;
+  } else if (from == S::kInit && to == S::kInit) {
+    t.valid = true;
+    t.optional = kQpPkeyIndex | kQpPort | kQpAccessFlags;
+  } else if (from == S::kInit && to == S::kRtr) {
+    t.valid = true;
+    t.required = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                 kQpMaxDestRdAtomic | kQpMinRnrTimer;
+    t.optional = kQpAltPath | kQpAccessFlags | kQpPkeyIndex;
+  } else if (from == S::kRtr && to == S::kRts) {
+    t.valid = true;
+    t.required = kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                 kQpMaxQpRdAtomic;
+    t.optional = kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer |
+                 kQpPathMigState;
+  } else if ((from == S::kRts || from == S::kSqd) && to == S::kRts) {
+    t.valid = true;
+    t.optional = kQpCurState | kQpAccessFlags | kQpAltPath | kQpMinRnrTimer |
+                 kQpPathMigState;
+  } else if (from == S::kRts && to == S::kSqd) {
+    t.valid = true;
+    t.optional = kQpEnSqdAsyncNotify;
+  } else if (from == S::kSqd && to == S::kSqd) {
+    t.valid = true;
+    t.optional = kQpAv | kQpAltPath | kQpAccessFlags | kQpPkeyIndex |
+                 kQpMinRnrTimer | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                 kQpMaxQpRdAtomic | kQpMaxDestRdAtomic | kQpPathMigState;
+  }
+  return t;
+}
+
+}  // namespace
+
+int ModifyErrno(QpState from, QpState to, uint32_t mask) {
+  if ((mask & ~((1u << 21) - 1)) != 0) return EINVAL;
+  const QpState target = (mask & kQpState) ? to : from;
+  const Step t = RcStep(from, target);
+  if (!t.valid) return EINVAL;
+  const uint32_t given = mask & ~kQpState;
+  if ((t.required & ~given) != 0) return EINVAL;
+  if ((given & ~(t.required | t.optional)) != 0) return EINVAL;
+  return 0;
+}
+
+uint32_t InitMask() {
+  return kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags;
+}
+uint32_t RtrMask() {
+  return kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+         kQpMaxDestRdAtomic | kQpMinRnrTimer;
+}
+uint32_t RtsMask() {
+  return kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+         kQpMaxQpRdAtomic;
+}
+
+// --- Remote operations -------------------------------------------------------
+
+RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
+                            const KeyModel& keys, const ProfileRules& rules) {
+  RemoteOutcome out;
+  auto fail = [&](StatusSet requester) {
+    out.requester = requester;
+    out.executes = false;
+    out.responder_error = true;
+  };
+  auto succeed = [&]() {
+    out.requester = {WcStatus::kSuccess};
+    out.executes = true;
+  };
+  switch (req.kind) {
+    case RemoteKind::kWrite:
+    case RemoteKind::kWriteImm:
+    case RemoteKind::kRead: {
+      const bool read = req.kind == RemoteKind::kRead;
+      const uint32_t need = read ? kAccessRemoteRead : kAccessRemoteWrite;
+      // The responder QP must allow the operation at all.
+      if ((rv.qp_access & need) == 0) {
+        fail(rules.qp_access_denied);
+        return out;
+      }
+      if (req.length == 0 && rules.zero_length_skips_rkey) {
+        succeed();
+      } else if (keys.Check(rv.node, req.rkey, /*remote=*/true, rv.pd,
+                            req.addr, req.length, need) == KeyVerdict::kOk) {
+        succeed();
+      } else {
+        fail({WcStatus::kRemAccessErr});
+        return out;
+      }
+      if (req.kind == RemoteKind::kWriteImm) {
+        // The immediate completes a receive on the responder.
+        out.consumes_recv = true;
+        out.receiver = {WcStatus::kSuccess};
+      }
+      return out;
+    }
+    case RemoteKind::kCmpSwap:
+    case RemoteKind::kFetchAdd: {
+      if ((rv.qp_access & kAccessRemoteAtomic) == 0) {
+        fail(rules.qp_access_denied);
+        return out;
+      }
+      const bool misaligned = req.addr % 8 != 0;
+      const bool key_ok =
+          keys.Check(rv.node, req.rkey, true, rv.pd, req.addr, 8,
+                     kAccessRemoteAtomic) == KeyVerdict::kOk;
+      if (misaligned && key_ok) {
+        fail({WcStatus::kRemInvReqErr});
+      } else if (misaligned) {
+        // Both checks fail; the sources do not order them (rxe checks the
+        // rkey first), so either error is right.
+        fail({WcStatus::kRemInvReqErr, WcStatus::kRemAccessErr});
+      } else if (!key_ok) {
+        fail({WcStatus::kRemAccessErr});
+      } else {
+        succeed();
+      }
+      return out;
+    }
+    case RemoteKind::kSendInv: {
+      out.consumes_recv = true;
+      if (req.length > req.recv_capacity) {
+        fail({WcStatus::kRemInvReqErr});
+        out.receiver = rules.recv_too_small;
+        return out;
+      }
+      // Only memory windows and fast-registered MRs can be invalidated; the
+      // API has neither yet, so no rkey is valid for invalidation (a bad
+      // rkey in semantics.md §2: REM_ACCESS_ERR at the requester).
+      fail({WcStatus::kRemAccessErr});
+      out.receiver = rules.recv_bad_invalidate;
+      return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace verbsim::fuzz

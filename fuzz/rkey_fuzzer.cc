@@ -1,0 +1,712 @@
+// Harness 2 of issue 6: remote access. The input decodes to remote
+// operations (RDMA write, write with immediate, read, compare-and-swap,
+// fetch-and-add, send with invalidate) with arbitrary rkeys, remote
+// addresses and lengths, posted in small batches from a client to a server
+// whose memory holds regions covered by live MRs, deregistered MRs, MRs of
+// another PD and MRs with every mix of access flags; between batches MRs come
+// and go and the server QP's access flags change.
+//
+// Invariants, each checked after every batch:
+//  - every post returns the Status of the reference model (fuzz/model.h);
+//  - the completion status on both sides equals the model's, in order:
+//    the client's send completions, the server's receive completions
+//    (write with immediate, send with invalidate, and the flushes after a
+//    responder error); nothing else completes;
+//  - the target memory equals its shadow copy: the regions are separated by
+//    guard bytes, and the shadow changes only where a successful operation
+//    may write, so nothing outside what an rkey grants is written and a
+//    failed operation changes no target byte;
+//  - what a read or atomic returns equals the shadow's bytes at the time it
+//    executed, so nothing outside what the rkey grants is read;
+//  - the client's buffers and the server's receive buffers change only
+//    inside the SGEs of the operations that may write them;
+//  - both QPs are in the state the model says (ERR after an error).
+//
+// Memory windows ("window-covered regions") cannot be exercised: the API has
+// no ibv_alloc_mw / ibv_bind_mw yet (issue 3). Send with invalidate is still
+// fuzzed: with no window or fast-registered MR to name, every invalidation
+// must fail, and the model says how.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+#include "core/names.h"
+#include "core/provider.h"
+#include "fuzz/bytes.h"
+#include "fuzz/harness.h"
+#include "fuzz/model.h"
+#include "fuzz/programs.h"
+
+namespace verbsim::fuzz {
+namespace {
+
+using namespace rkey_program;  // NOLINT: the op and field encodings
+
+constexpr int kServerPd = 0;  // the server QP's PD
+constexpr int kOtherPd = 1;   // another PD on the server
+constexpr int kClientPd = 2;  // the client's PD (its MR lives on node 0)
+
+constexpr size_t kTargetSize = 4096;
+constexpr size_t kGuard = 64;
+constexpr size_t kSliceSize = 4096 + 64;  // one client slice per WR of a batch
+constexpr size_t kRecvSlices = 8;
+
+struct TargetMr {
+  std::unique_ptr<Mr> handle;
+  int model = -1;  // index in the KeyModel
+};
+
+struct PostedRecv {
+  uint64_t wr_id = 0;
+  size_t slice = 0;
+  uint64_t capacity = 0;
+};
+
+// A completion the model expects.
+struct ExpectedWc {
+  uint64_t wr_id;
+  StatusSet status;
+  WcOpcode opcode;
+  uint32_t byte_len;
+  bool with_imm;
+  uint32_t imm;
+};
+
+// One decoded work request of a batch and what the model says of it.
+struct BatchWr {
+  RemoteKind kind = RemoteKind::kWrite;
+  SendWr wr;
+  std::vector<Sge> sges;
+  uint64_t length = 0;
+  size_t slice = 0;
+  bool signaled = true;
+  uint16_t recv_capacity = 0;
+};
+
+class RkeyHarness {
+ public:
+  explicit RkeyHarness(ByteReader& in) : in_(in) {}
+
+  void Run() {
+    Setup();
+    int steps = 0;
+    while (!in_.empty() && steps++ < kMaxSteps) {
+      switch (in_.Below(kNumOps)) {
+        case kOpRegister: Register(); break;
+        case kOpDeregister: Deregister(); break;
+        case kOpSetQpAccess: SetQpAccess(); break;
+        case kOpBatchThenDeregister: {
+          const uint8_t mr = in_.U8();
+          Batch(mr);
+          break;
+        }
+        default: Batch(-1); break;
+      }
+    }
+  }
+
+ private:
+  void Setup() {
+    const uint8_t profile_byte = in_.U8();
+    profile_ = (profile_byte & 1) ? "rxe" : "ibta";
+    rules_ = RulesFor(profile_);
+    const uint64_t seed = in_.U8();
+    const uint8_t access_byte = in_.U8();
+    server_access_ = (access_byte & 0x80) ? (access_byte & 0x0f)
+                                          : (kAccessLocalWrite |
+                                             kAccessRemoteWrite |
+                                             kAccessRemoteRead |
+                                             kAccessRemoteAtomic);
+    EndpointAttr attr;
+    static const Mtu kMtus[] = {Mtu::k256, Mtu::k512, Mtu::k1024, Mtu::k2048,
+                                Mtu::k4096};
+    attr.path_mtu = kMtus[in_.Below(5)];
+    attr.rnr_retry = 1;  // the harness always posts the receives it needs
+    region_len_.resize(kRegions);
+    for (size_t& len : region_len_) len = in_.U8() % 200 + 1;
+    const uint64_t fill = in_.U8();
+
+    pair_ = MakeSimPair(profile_, seed, attr, server_access_);
+    caps_.max_send_wr = attr.cap.max_send_wr;
+    caps_.max_recv_wr = attr.cap.max_recv_wr;
+    caps_.max_send_sge = attr.cap.max_send_sge;
+    caps_.max_recv_sge = attr.cap.max_recv_sge;
+    caps_.max_inline_data = attr.cap.max_inline_data;
+
+    target_ = std::make_unique<ShadowedBuffer>(kTargetSize, fill + 1);
+    local_ = std::make_unique<ShadowedBuffer>(kSliceSize * kMaxBatch, fill + 2);
+    recv_ = std::make_unique<ShadowedBuffer>(kSliceSize * kRecvSlices, fill + 3);
+    size_t at = kGuard;
+    for (size_t len : region_len_) {
+      region_off_.push_back(at);
+      at += len + kGuard;
+    }
+
+    auto other = pair_->server().context()->AllocPd();
+    if (!other.ok()) Violation(other.status().ToString());
+    other_pd_ = *std::move(other);
+
+    // The client's MR over all its slices, and the server's receive MR.
+    const uint32_t all = kAccessLocalWrite | kAccessRemoteWrite |
+                         kAccessRemoteRead | kAccessRemoteAtomic;
+    auto lmr = pair_->client().pd()->RegMr(local_->data(), local_->size(), all);
+    if (!lmr.ok()) Violation(lmr.status().ToString());
+    local_mr_ = *std::move(lmr);
+    keys_.Add(ModelMr{0, kClientPd, local_->addr(), local_->size(), all,
+                      local_mr_->lkey(), local_mr_->rkey(), true});
+    auto rmr = pair_->server().pd()->RegMr(recv_->data(), recv_->size(),
+                                           kAccessLocalWrite);
+    if (!rmr.ok()) Violation(rmr.status().ToString());
+    recv_mr_ = *std::move(rmr);
+    keys_.Add(ModelMr{1, kServerPd, recv_->addr(), recv_->size(),
+                      kAccessLocalWrite, recv_mr_->lkey(), recv_mr_->rkey(),
+                      true});
+    for (size_t i = 0; i < kRecvSlices; ++i) free_slices_.push_back(i);
+    FUZZ_NOTE(absl::StrCat("setup: profile ", profile_, " seed ", seed,
+                      " server access ", AccessFlagsName(server_access_),
+                      " mtu ", MtuBytes(attr.path_mtu)));
+  }
+
+  // --- MRs and access ---------------------------------------------------------
+
+  void Register() {
+    const size_t region = in_.Below(kRegions);
+    const int pd = in_.Bool() ? kOtherPd : kServerPd;
+    uint32_t access = in_.U8() & 0x0f;
+    // REMOTE_WRITE / REMOTE_ATOMIC without LOCAL_WRITE would be refused:
+    // that rule is the registration harness's; here every MR is valid.
+    if (access & (kAccessRemoteWrite | kAccessRemoteAtomic)) {
+      access |= kAccessLocalWrite;
+    }
+    const uint8_t shape = in_.U8();
+    uint64_t begin = region_off_[region];
+    uint64_t len = region_len_[region];
+    switch (shape % 4) {
+      case 0:  // the region exactly
+        break;
+      case 1: {  // a part of it
+        const uint64_t off = in_.U8() % len;
+        begin += off;
+        len = std::min<uint64_t>(len - off, in_.U8());
+        break;
+      }
+      case 2:  // the region and its guards: they are covered then
+        begin -= kGuard / 2;
+        len += kGuard;
+        break;
+      default:  // an empty MR at the region's start
+        len = 0;
+        break;
+    }
+    Pd* pd_handle = pd == kServerPd ? pair_->server().pd() : other_pd_.get();
+    auto mr = pd_handle->RegMr(target_->data() + begin, len, access);
+    ExpectErrno(mr.status(), 0, "RegMr of a valid target region");
+    TargetMr t;
+    t.handle = *std::move(mr);
+    t.model = keys_.Add(ModelMr{1, pd, target_->addr() + begin, len, access,
+                                t.handle->lkey(), t.handle->rkey(), true});
+    FUZZ_NOTE(absl::StrCat("register region ", region, " [", begin, ", +", len,
+                      ") pd ", pd, " access ", AccessFlagsName(access),
+                      " -> rkey 0x", absl::Hex(t.handle->rkey())));
+    mrs_.push_back(std::move(t));
+    CheckKeys();
+  }
+
+  void Deregister() {
+    if (mrs_.empty()) return;
+    TargetMr& t = mrs_[in_.Below(static_cast<uint32_t>(mrs_.size()))];
+    const bool live = keys_.mr(t.model).live;
+    ExpectErrno(t.handle->Destroy(), live ? 0 : EINVAL, "Mr::Destroy");
+    keys_.Kill(t.model);
+    FUZZ_NOTE(absl::StrCat("deregister rkey 0x", absl::Hex(keys_.mr(t.model).rkey)));
+    CheckKeys();
+  }
+
+  void SetQpAccess() {
+    const uint32_t access = in_.U8() & 0x0f;
+    QpAttr a;
+    a.qp_access_flags = access;
+    // RTS -> RTS with ACCESS_FLAGS (the server is in RTS between batches).
+    const int expected = ModifyErrno(QpState::kRts, QpState::kRts,
+                                     kQpAccessFlags);
+    ExpectErrno(pair_->server().qp()->Modify(a, kQpAccessFlags), expected,
+                "server QP access flags RTS -> RTS");
+    if (expected == 0) server_access_ = access;
+    pair_->server_attr.qp_access = server_access_;
+    FUZZ_NOTE(absl::StrCat("server QP access ", AccessFlagsName(access)));
+  }
+
+  void CheckKeys() {
+    const std::string collision = keys_.FindCollision();
+    if (!collision.empty()) Violation(collision);
+  }
+
+  // --- Remote operations ------------------------------------------------------
+
+  uint32_t DecodeRkey() {
+    const uint8_t mode = in_.U8();
+    const int n = keys_.size();
+    switch (mode % 6) {
+      case 0:
+      case 1:  // the rkey of some MR, live or dead
+        return keys_.mr(in_.Below(n)).rkey;
+      case 2:  // an lkey: the wrong kind of key
+        return keys_.mr(in_.Below(n)).lkey;
+      case 3:  // an rkey with one bit flipped
+        return keys_.mr(in_.Below(n)).rkey ^ (1u << (in_.U8() % 32));
+      case 4:
+        return in_.U32();
+      default:  // the newest MR's rkey
+        return keys_.mr(n - 1).rkey;
+    }
+  }
+
+  uint64_t DecodeRemoteAddr() {
+    const uint8_t mode = in_.U8();
+    switch (mode % 6) {
+      case 0: {  // inside or around an MR
+        const ModelMr& m = keys_.mr(in_.Below(keys_.size()));
+        return m.addr + static_cast<int16_t>(in_.U16());
+      }
+      case 1: {  // near the end of an MR
+        const ModelMr& m = keys_.mr(in_.Below(keys_.size()));
+        return m.addr + m.length - in_.U8();
+      }
+      case 2: {  // a region's start plus a little
+        const size_t r = in_.Below(kRegions);
+        return target_->addr() + region_off_[r] + in_.U8() % 64;
+      }
+      case 3:
+        return in_.U64();
+      case 4:  // wrapping
+        return UINT64_MAX - in_.U16();
+      default:  // anywhere in the target buffer
+        return target_->addr() + in_.U16() % kTargetSize;
+    }
+  }
+
+  uint64_t DecodeLength() {
+    static const uint16_t kLengths[] = {0,   1,    7,    8,    63,   64,
+                                        65,  200,  255,  256,  257,  1023,
+                                        1024, 1025, 2048, 4096};
+    const uint8_t mode = in_.U8();
+    if (mode < 0xc0) return kLengths[mode % 16];
+    return in_.U16() % 4097;
+  }
+
+  // A batch of WRs in one post. With `dereg_after_post` >= 0, that target MR
+  // (an index, modulo their number) is deregistered right after the post,
+  // before anything reaches the server: its rkey is dead when checked.
+  void Batch(int dereg_after_post) {
+    const size_t n = in_.Below(kMaxBatch) + 1;
+    std::vector<BatchWr> wrs(n);
+    size_t consuming = 0;
+    for (size_t i = 0; i < n; ++i) {
+      BatchWr& b = wrs[i];
+      b.slice = i;
+      const uint8_t kind = in_.U8() % 6;
+      b.kind = static_cast<RemoteKind>(kind);
+      const uint32_t rkey = DecodeRkey();
+      const uint64_t raddr = DecodeRemoteAddr();
+      const uint8_t flags = in_.U8();
+      const bool atomic =
+          b.kind == RemoteKind::kCmpSwap || b.kind == RemoteKind::kFetchAdd;
+      b.length = atomic ? ((flags & kFlagBadAtomicLen) ? in_.U8() % 17 : 8)
+                        : DecodeLength();
+      b.signaled = (flags & kFlagUnsignaled) == 0;
+      // Fresh source bytes for this WR.
+      const size_t base = i * kSliceSize;
+      const uint64_t fill = in_.U16() + 7919 * batches_;
+      const size_t off = in_.U16() % (kSliceSize - b.length + 1);
+      local_->Refill(base + off, std::min<size_t>(b.length + 16, kSliceSize - off),
+                     fill);
+      const uint64_t laddr = local_->addr() + base + off;
+      if ((flags & kFlagTwoSges) && !atomic && b.length >= 2 &&
+          off + b.length + 16 <= kSliceSize) {
+        const uint32_t first = static_cast<uint32_t>(b.length / 2);
+        b.sges.push_back(Sge{laddr, first, local_mr_->lkey()});
+        b.sges.push_back(Sge{laddr + first + 16,
+                             static_cast<uint32_t>(b.length - first),
+                             local_mr_->lkey()});
+      } else {
+        b.sges.push_back(
+            Sge{laddr, static_cast<uint32_t>(b.length), local_mr_->lkey()});
+      }
+      SendWr& w = b.wr;
+      w.wr_id = next_wr_id_++;
+      w.send_flags = b.signaled ? kSendSignaled : 0;
+      if (flags & kFlagInline) w.send_flags |= kSendInline;
+      if (flags & kFlagFence) w.send_flags |= kSendFence;
+      switch (b.kind) {
+        case RemoteKind::kWrite: w.opcode = WrOpcode::kRdmaWrite; break;
+        case RemoteKind::kWriteImm:
+          w.opcode = WrOpcode::kRdmaWriteWithImm;
+          w.imm_data = in_.U32();
+          break;
+        case RemoteKind::kRead: w.opcode = WrOpcode::kRdmaRead; break;
+        case RemoteKind::kCmpSwap: w.opcode = WrOpcode::kAtomicCmpAndSwp; break;
+        case RemoteKind::kFetchAdd:
+          w.opcode = WrOpcode::kAtomicFetchAndAdd;
+          break;
+        case RemoteKind::kSendInv:
+          w.opcode = WrOpcode::kSendWithInv;
+          w.invalidate_rkey = rkey;
+          b.recv_capacity = in_.U16() % 4097;
+          break;
+      }
+      if (atomic) {
+        w.atomic.remote_addr = raddr;
+        w.atomic.rkey = rkey;
+        w.atomic.compare_add = in_.Bool() ? in_.U64() : ReadTarget(raddr);
+        w.atomic.swap = in_.U64();
+      } else {
+        w.rdma.remote_addr = raddr;
+        w.rdma.rkey = rkey;
+      }
+      if (b.kind == RemoteKind::kWriteImm || b.kind == RemoteKind::kSendInv) {
+        ++consuming;
+      }
+    }
+    for (BatchWr& b : wrs) b.wr.sg_list = absl::MakeConstSpan(b.sges);
+    ++batches_;
+
+    // Receives for the WRs that consume one (only as many as are missing,
+    // so the queue stays short).
+    while (rq_.size() < consuming) PostOneRecv(wrs, rq_.size());
+
+    // The model: which WRs the post accepts.
+    size_t bad = n;
+    int post_errno = 0;
+    for (size_t i = 0; i < n; ++i) {
+      post_errno = SendWrErrno(wrs[i].wr, caps_);
+      if (post_errno != 0) {
+        bad = i;
+        break;
+      }
+    }
+    std::vector<SendWr> list;
+    for (const BatchWr& b : wrs) list.push_back(b.wr);
+    size_t bad_index = 0;
+    for (const BatchWr& b : wrs) {
+      FUZZ_NOTE(absl::StrCat("  wr ", b.wr.wr_id, " ", WrOpcodeName(b.wr.opcode),
+                        " len ", b.length, " sges ", b.sges.size(), " flags 0x",
+                        absl::Hex(b.wr.send_flags), " raddr 0x",
+                        absl::Hex(b.kind == RemoteKind::kCmpSwap ||
+                                          b.kind == RemoteKind::kFetchAdd
+                                      ? b.wr.atomic.remote_addr
+                                      : b.wr.rdma.remote_addr),
+                        " rkey 0x",
+                        absl::Hex(b.kind == RemoteKind::kCmpSwap ||
+                                          b.kind == RemoteKind::kFetchAdd
+                                      ? b.wr.atomic.rkey
+                                      : b.wr.rdma.rkey),
+                        b.kind == RemoteKind::kSendInv
+                            ? absl::StrCat(" recv cap ", b.recv_capacity)
+                            : ""));
+    }
+    absl::Status posted = pair_->client().qp()->PostSend(list, &bad_index);
+    FUZZ_NOTE(absl::StrCat("post ", n, " WRs: ", posted.ok() ? "OK" : posted.ToString()));
+    ExpectErrno(posted, post_errno, "PostSend of a batch");
+    if (!posted.ok() && bad_index != bad) {
+      Violation(absl::StrCat("PostSend: bad_index ", bad_index, ", expected ",
+                             bad));
+    }
+    if (dereg_after_post >= 0 && !mrs_.empty()) {
+      TargetMr& t = mrs_[dereg_after_post % mrs_.size()];
+      const bool live = keys_.mr(t.model).live;
+      ExpectErrno(t.handle->Destroy(), live ? 0 : EINVAL,
+                  "Mr::Destroy with WRs in flight");
+      keys_.Kill(t.model);
+      FUZZ_NOTE(absl::StrCat("deregister rkey 0x",
+                             absl::Hex(keys_.mr(t.model).rkey),
+                             " with the batch in flight"));
+    }
+
+    // The model runs the accepted WRs in order.
+    std::vector<ExpectedWc> want_send;
+    std::vector<ExpectedWc> want_recv;
+    std::vector<std::pair<size_t, size_t>> undefined_recv;  // offset, len
+    bool requester_error = false;
+    bool responder_error = false;
+    for (size_t i = 0; i < bad; ++i) {
+      BatchWr& b = wrs[i];
+      const WcOpcode op = WcOpcodeOf(b.wr.opcode);
+      if (requester_error) {
+        want_send.push_back({b.wr.wr_id, {WcStatus::kWrFlushErr}, op, 0, false, 0});
+        continue;
+      }
+      RemoteRequest req;
+      req.kind = b.kind;
+      const bool atomic =
+          b.kind == RemoteKind::kCmpSwap || b.kind == RemoteKind::kFetchAdd;
+      req.addr = atomic ? b.wr.atomic.remote_addr : b.wr.rdma.remote_addr;
+      req.rkey = atomic ? b.wr.atomic.rkey : b.wr.rdma.rkey;
+      req.length = b.length;
+      PostedRecv recv;
+      const bool have_recv = !rq_.empty();
+      if (have_recv) recv = rq_.front();
+      req.recv_capacity = recv.capacity;
+      ResponderView rv{1, kServerPd, server_access_};
+      RemoteOutcome out = PredictRemote(req, rv, keys_, rules_);
+      if (out.consumes_recv) {
+        if (!have_recv) Violation("harness: no receive for a consuming WR");
+        rq_.pop_front();
+        free_slices_.push_back(recv.slice);
+        want_recv.push_back({recv.wr_id, out.receiver,
+                             b.kind == RemoteKind::kWriteImm
+                                 ? WcOpcode::kRecvRdmaWithImm
+                                 : WcOpcode::kRecv,
+                             static_cast<uint32_t>(b.length),
+                             b.kind == RemoteKind::kWriteImm, b.wr.imm_data});
+        if (b.kind == RemoteKind::kSendInv) {
+          // The payload may land before the invalidation fails: the
+          // receive buffer's content is undefined after an error.
+          undefined_recv.push_back({recv.slice * kSliceSize, recv.capacity});
+        }
+      }
+      FUZZ_NOTE(absl::StrCat("  model: wr ", b.wr.wr_id, " -> ",
+                        out.requester.ToString(),
+                        out.consumes_recv
+                            ? absl::StrCat(", recv ", recv.wr_id, " -> ",
+                                           out.receiver.ToString())
+                            : "",
+                        out.responder_error ? ", responder to ERR" : ""));
+      if (out.executes) Apply(b, req);
+      if (!out.requester.IsSuccessOnly() || b.signaled) {
+        want_send.push_back({b.wr.wr_id, out.requester, op,
+                             static_cast<uint32_t>(b.length), false, 0});
+      }
+      if (!out.requester.IsSuccessOnly()) {
+        requester_error = true;
+        // The local buffer of a failed read or atomic is undefined.
+        if (b.kind == RemoteKind::kRead || atomic) {
+          for (const Sge& s : b.sges) {
+            local_->AcceptActual(local_->Offset(s.addr), s.length);
+          }
+        }
+      }
+      if (out.responder_error) {
+        responder_error = true;
+        for (const PostedRecv& r : rq_) {
+          want_recv.push_back(
+              {r.wr_id, {WcStatus::kWrFlushErr}, WcOpcode::kRecv, 0, false, 0});
+          free_slices_.push_back(r.slice);
+        }
+        rq_.clear();
+      }
+    }
+
+    pair_->fabric->RunUntilIdle();
+
+    CompareCq(pair_->client().send_cq(), want_send, "client send CQ");
+    CompareCq(pair_->server().recv_cq(), want_recv, "server recv CQ");
+    CompareCq(pair_->client().recv_cq(), {}, "client recv CQ");
+    CompareCq(pair_->server().send_cq(), {}, "server send CQ");
+
+    for (const auto& [offset, len] : undefined_recv) {
+      recv_->AcceptActual(offset, len);
+    }
+    target_->Check("target memory after a batch");
+    local_->Check("client memory after a batch");
+    recv_->Check("server receive buffers after a batch");
+
+    const QpState cs = pair_->client().qp()->state();
+    const QpState ss = pair_->server().qp()->state();
+    const QpState want_cs = requester_error ? QpState::kErr : QpState::kRts;
+    const QpState want_ss = responder_error ? QpState::kErr : QpState::kRts;
+    if (cs != want_cs || ss != want_ss) {
+      Violation(absl::StrCat("QP states after the batch: client ",
+                             QpStateName(cs), " server ", QpStateName(ss),
+                             ", expected ", QpStateName(want_cs), " and ",
+                             QpStateName(want_ss)));
+    }
+    if (requester_error || responder_error) {
+      // RESET discards posted receives without completions.
+      for (const PostedRecv& r : rq_) free_slices_.push_back(r.slice);
+      rq_.clear();
+      pair_->Reconnect();
+      FUZZ_NOTE("reconnected");
+    }
+  }
+
+  void CompareCq(Cq* cq, const std::vector<ExpectedWc>& want,
+                 const char* what) {
+    const std::vector<WorkCompletion> got = DrainCq(cq);
+    for (size_t i = 0; i < std::max(got.size(), want.size()); ++i) {
+      if (i >= got.size()) {
+        Violation(absl::StrCat(what, ": completion ", i, " (wr_id ",
+                               want[i].wr_id, ", ", want[i].status.ToString(),
+                               ") missing; got ", got.size(), " completions"));
+      }
+      const WorkCompletion& wc = got[i];
+      if (i >= want.size()) {
+        Violation(absl::StrCat(what, ": unexpected completion ", WcString(wc)));
+      }
+      const ExpectedWc& w = want[i];
+      if (wc.wr_id != w.wr_id || !w.status.Contains(wc.status)) {
+        Violation(absl::StrCat(what, ": completion ", i, " is ", WcString(wc),
+                               ", expected wr_id ", w.wr_id, " with ",
+                               w.status.ToString()));
+      }
+      if (wc.status == WcStatus::kSuccess) {
+        // byte_len is defined for receives, reads and atomics only
+        // (ibv_poll_cq(3)).
+        const bool has_len =
+            w.opcode == WcOpcode::kRecv ||
+            w.opcode == WcOpcode::kRecvRdmaWithImm ||
+            w.opcode == WcOpcode::kRdmaRead ||
+            w.opcode == WcOpcode::kCompSwap || w.opcode == WcOpcode::kFetchAdd;
+        if (wc.opcode != w.opcode || (has_len && wc.byte_len != w.byte_len)) {
+          Violation(absl::StrCat(what, ": completion ", WcString(wc),
+                                 ", expected opcode ", WcOpcodeName(w.opcode),
+                                 " len ", w.byte_len));
+        }
+        if (w.with_imm &&
+            (!(wc.wc_flags & kWcWithImm) || wc.imm_data != w.imm)) {
+          Violation(absl::StrCat(what, ": completion ", WcString(wc),
+                                 " lacks the immediate 0x", absl::Hex(w.imm)));
+        }
+      }
+    }
+  }
+
+  void PostOneRecv(const std::vector<BatchWr>& wrs, size_t nth_consumer) {
+    // The capacity the nth consuming WR of the batch asked for.
+    uint64_t capacity = 4096;
+    size_t seen = 0;
+    for (const BatchWr& b : wrs) {
+      if (b.kind != RemoteKind::kWriteImm && b.kind != RemoteKind::kSendInv) {
+        continue;
+      }
+      if (seen++ == nth_consumer) {
+        if (b.kind == RemoteKind::kSendInv) capacity = b.recv_capacity;
+        break;
+      }
+    }
+    if (free_slices_.empty()) Violation("harness: out of receive slices");
+    PostedRecv r;
+    r.wr_id = next_wr_id_++;
+    r.slice = free_slices_.front();
+    free_slices_.pop_front();
+    r.capacity = capacity;
+    Sge sge{recv_->addr() + r.slice * kSliceSize,
+            static_cast<uint32_t>(capacity), recv_mr_->lkey()};
+    RecvWr wr;
+    wr.wr_id = r.wr_id;
+    wr.sg_list = absl::MakeConstSpan(&sge, 1);
+    ExpectErrno(pair_->server().qp()->PostRecv(wr), 0, "PostRecv");
+    rq_.push_back(r);
+    FUZZ_NOTE(absl::StrCat("post recv ", r.wr_id, " capacity ", capacity));
+  }
+
+  uint64_t ReadTarget(uint64_t addr) {
+    uint64_t v = 0;
+    if (target_->Holds(addr, 8)) {
+      std::memcpy(&v, target_->shadow().data() + target_->Offset(addr), 8);
+    }
+    return v;
+  }
+
+  // The effect of a successful operation on the shadows.
+  void Apply(const BatchWr& b, const RemoteRequest& req) {
+    if (b.length == 0 && b.kind != RemoteKind::kCmpSwap &&
+        b.kind != RemoteKind::kFetchAdd) {
+      return;  // nothing moves (and addr/rkey may be anything)
+    }
+    if (!target_->Holds(req.addr, b.kind == RemoteKind::kCmpSwap ||
+                                          b.kind == RemoteKind::kFetchAdd
+                                      ? 8
+                                      : b.length)) {
+      Violation(absl::StrCat("model: a successful access at 0x",
+                             absl::Hex(req.addr), " outside the target buffer"));
+    }
+    uint8_t* t = target_->shadow().data() + target_->Offset(req.addr);
+    // The message as the local SGEs hold it (shadow = current content).
+    auto gather = [&]() {
+      std::vector<uint8_t> msg;
+      for (const Sge& s : b.sges) {
+        const uint8_t* p = local_->shadow().data() + local_->Offset(s.addr);
+        msg.insert(msg.end(), p, p + s.length);
+      }
+      return msg;
+    };
+    auto scatter = [&](const uint8_t* data) {
+      size_t at = 0;
+      for (const Sge& s : b.sges) {
+        std::memcpy(local_->shadow().data() + local_->Offset(s.addr),
+                    data + at, s.length);
+        at += s.length;
+      }
+    };
+    switch (b.kind) {
+      case RemoteKind::kWrite:
+      case RemoteKind::kWriteImm: {
+        const std::vector<uint8_t> msg = gather();
+        std::memcpy(t, msg.data(), msg.size());
+        break;
+      }
+      case RemoteKind::kRead:
+        scatter(t);
+        break;
+      case RemoteKind::kCmpSwap:
+      case RemoteKind::kFetchAdd: {
+        uint64_t orig;
+        std::memcpy(&orig, t, 8);
+        uint64_t now;
+        if (b.kind == RemoteKind::kCmpSwap) {
+          now = orig == b.wr.atomic.compare_add ? b.wr.atomic.swap : orig;
+        } else {
+          now = orig + b.wr.atomic.compare_add;
+        }
+        std::memcpy(t, &now, 8);
+        uint8_t bytes[8];
+        std::memcpy(bytes, &orig, 8);
+        scatter(bytes);
+        break;
+      }
+      case RemoteKind::kSendInv:
+        break;
+    }
+  }
+
+  ByteReader& in_;
+  std::string profile_;
+  ProfileRules rules_;
+  uint32_t server_access_ = 0;
+  QpCaps caps_;
+  // Declared before the fabric's objects, so they outlive them.
+  std::unique_ptr<ShadowedBuffer> target_;
+  std::unique_ptr<ShadowedBuffer> local_;
+  std::unique_ptr<ShadowedBuffer> recv_;
+  std::unique_ptr<SimPair> pair_;
+  std::unique_ptr<Pd> other_pd_;
+  std::vector<size_t> region_len_;
+  std::vector<size_t> region_off_;
+  KeyModel keys_;
+  std::unique_ptr<Mr> local_mr_;
+  std::unique_ptr<Mr> recv_mr_;
+  std::vector<TargetMr> mrs_;
+  std::deque<PostedRecv> rq_;
+  std::deque<size_t> free_slices_;
+  uint64_t next_wr_id_ = 1;
+  uint64_t batches_ = 0;
+};
+
+}  // namespace
+}  // namespace verbsim::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  verbsim::fuzz::ResetNotes();
+  verbsim::fuzz::ByteReader in(data, size);
+  {
+    verbsim::fuzz::RkeyHarness harness(in);
+    harness.Run();
+  }
+  return 0;
+}
