@@ -576,8 +576,7 @@ class SequenceHarness {
   }
 
   // postfail: whether this post call is the one that must fail.
-  bool PostFailDue(bool is_send) {
-    if (is_send && KnownDeviationPostfailRecvOnly()) return false;
+  bool PostFailDue(bool /*is_send*/) {
     ++posts_;
     return postfail_nth_ != 0 && posts_ == postfail_nth_;
   }
@@ -1201,8 +1200,6 @@ class SequenceHarness {
     }
   }
 
-  static bool KnownDeviationPostfailRecvOnly();
-
   ByteReader& in_;
   std::string profile_;
   // Declared first, so the memory outlives every object of the fabric.
@@ -1228,12 +1225,6 @@ class SequenceHarness {
   bool forced_faults_ = false;
   bool overflow_rule_ = false;  // a cqoverflow rule was added
 };
-
-// Known deviation (reported; reproducer
-// fuzz/corpus/sequence_fuzzer/finding-postfail-send): docs/faults.md and
-// sim/faults.h say `postfail nth=N` fails the nth post call, send or
-// receive, but the sim counts and fails receive posts only.
-bool SequenceHarness::KnownDeviationPostfailRecvOnly() { return !Strict(); }
 
 }  // namespace
 }  // namespace verbsim::fuzz

@@ -257,6 +257,12 @@ class SimQp : public Qp {
                      wr.wr_id);
       }
     }
+    fabric_->NoteThread();
+    if (fabric_->PostFaultDue(st_->node->index, st_->qpn)) {
+      if (bad_index != nullptr) *bad_index = 0;
+      return Errno(ENOMEM, "injected fault: post_send on qp %u fails",
+                   st_->qpn);
+    }
     absl::Status s = sim::PostSend(*st_, wrs, bad_index);
     fabric_->Wake();
     return s;

@@ -401,12 +401,17 @@ TEST(FaultActions, RegistrationAndPostFailOnTheNthCall) {
   absl::Status failed = w.eps.server->PostRecv(2, buf, 32, third->get());
   EXPECT_EQ(ErrnoOf(failed), ENOMEM);
   EXPECT_TRUE(w.eps.server->PostRecv(3, buf, 32, third->get()).ok());
+  // Send posts count too (found by //fuzz:sequence_fuzzer).
+  ASSERT_TRUE(w.fabric->AddFaults("postfail nth=4").ok());
+  EXPECT_EQ(ErrnoOf(w.eps.client->PostSend(4, buf, 8, third->get(),
+                                           kSendSignaled)),
+            ENOMEM);
   int recorded = 0;
   for (const TraceRecord& r : w.fabric->TraceRecords()) {
     recorded += r.note == "fault: registration fails (regfail)" ||
                 r.note == "fault: post fails (postfail)";
   }
-  EXPECT_EQ(recorded, 2) << w.fabric->TraceText();
+  EXPECT_EQ(recorded, 3) << w.fabric->TraceText();
 }
 
 }  // namespace
