@@ -17,11 +17,6 @@ constexpr int64_t kRnrTimerUs[32] = {
     2560,   3840,  5120,  7680,  10240,  15360,  20480,  30720,
     40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
 
-bool IsRdAtomic(WrOpcode op) {
-  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
-         op == WrOpcode::kAtomicFetchAndAdd;
-}
-
 uint32_t LastPsn(const SendWqe& w) { return PsnAdd(w.first_psn, w.num_psn - 1); }
 
 // The PSN from which `w` has to be sent again.

@@ -432,13 +432,7 @@ void Fabric::ForceQpError(int node, uint32_t qpn) {
   auto it = nodes_[node]->qps.find(qpn);
   if (it == nodes_[node]->qps.end()) return;
   QpCore& qp = *it->second;
-  TraceRecord r;
-  r.time_ns = now_ns_;
-  r.kind = TraceKind::kDrop;
-  r.node = node;
-  r.qpn = qpn;
-  r.note = "fault: QP forced to ERR";
-  trace_.Record(std::move(r));
+  RecordLocalFault(node, qpn, "fault: QP forced to ERR");
   AsyncEvent ev;
   ev.type = AsyncEventType::kQpFatal;
   ev.qp_num = qpn;
@@ -462,12 +456,7 @@ void Fabric::CrashNode(int node) {
   Node& n = *nodes_[node];
   if (n.crashed) return;
   n.crashed = true;
-  TraceRecord r;
-  r.time_ns = now_ns_;
-  r.kind = TraceKind::kDrop;
-  r.node = node;
-  r.note = "fault: node crashed";
-  trace_.Record(std::move(r));
+  RecordLocalFault(node, 0, "fault: node crashed");
   std::vector<uint32_t> qpns;
   for (const auto& [qpn, qp] : n.qps) qpns.push_back(qpn);
   std::sort(qpns.begin(), qpns.end());

@@ -262,10 +262,6 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
 
 namespace {
 
-bool IsAtomic(WrOpcode op) {
-  return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
-}
-
 // Checks one send WR against the QP (ibv_post_send(3)); OK or EINVAL naming
 // what is wrong.
 absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr) {
@@ -319,7 +315,7 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr) {
       }
     }
   }
-  if (IsAtomic(wr.opcode)) {
+  if (IsAtomicWr(wr.opcode)) {
     if (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8) {
       return Errno(EINVAL,
                    "wr_id %u: an atomic needs exactly one 8-byte SGE",
@@ -346,7 +342,7 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr) {
   w.length = SgeTotal(w.sges);
   w.imm = wr.imm_data;
   w.invalidate_rkey = wr.invalidate_rkey;
-  if (IsAtomic(wr.opcode)) {
+  if (IsAtomicWr(wr.opcode)) {
     w.remote_addr = wr.atomic.remote_addr;
     w.rkey = wr.atomic.rkey;
     w.compare_add = wr.atomic.compare_add;

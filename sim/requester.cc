@@ -10,11 +10,6 @@
 namespace verbsim::sim {
 namespace {
 
-bool IsRdAtomic(WrOpcode op) {
-  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
-         op == WrOpcode::kAtomicFetchAndAdd;
-}
-
 // PSNs a WQE consumes: one per packet, for a read one per response packet
 // (IBA 9.7.1.1).
 uint32_t NumPsn(const QpCore& qp, const SendWqe& w) {

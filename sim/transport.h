@@ -16,6 +16,15 @@
 
 namespace verbsim::sim {
 
+// Opcode classes of work requests.
+inline bool IsAtomicWr(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
+}
+// Reads and atomics: bounded by max_rd_atomic, answered by responses.
+inline bool IsRdAtomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || IsAtomicWr(op);
+}
+
 // Requester: sends what the send queue allows (rd/atomic depth, fences).
 void RequesterRun(QpCore& qp);
 // Requester: go back to `psn` and send again from there (go-back-N).
