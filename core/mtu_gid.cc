@@ -31,4 +31,11 @@ std::string GidToString(const Gid& g) {
   return out;
 }
 
+bool IsMulticastGid(const Gid& g) {
+  if (g[0] == 0xff) return true;
+  bool v4_mapped = g[10] == 0xff && g[11] == 0xff;
+  for (int i = 0; i < 10 && v4_mapped; ++i) v4_mapped = g[i] == 0;
+  return v4_mapped && (g[12] & 0xf0) == 0xe0;
+}
+
 }  // namespace verbsim

@@ -236,6 +236,48 @@ struct Sge {
 };
 
 class Ah;
+class Mr;
+class Mw;
+
+// enum ibv_mw_type.
+enum class MwType : int {
+  kType1 = 1,
+  kType2 = 2,
+};
+
+// struct ibv_mw_bind_info: what a bind puts in a memory window. A zero
+// length unbinds a type 1 window (ibv_bind_mw(3)).
+struct MwBindInfo {
+  Mr* mr = nullptr;
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t mw_access_flags = 0;
+};
+
+// struct ibv_mw_bind: the arguments of ibv_bind_mw(3) (type 1 windows).
+struct MwBind {
+  uint64_t wr_id = 0;
+  uint32_t send_flags = 0;
+  MwBindInfo bind_info;
+};
+
+// ibv_inc_rkey(3): the next rkey of a memory window; only the low 8 bits
+// (the key the consumer owns) change.
+inline uint32_t IncRkey(uint32_t rkey) {
+  return (rkey & 0xffffff00u) | ((rkey + 1) & 0xffu);
+}
+
+// IBV_REREG_MR_* flags of ibv_rereg_mr(3).
+enum ReregFlags : uint32_t {
+  kReregChangeTranslation = 1u << 0,
+  kReregChangePd = 1u << 1,
+  kReregChangeAccess = 1u << 2,
+};
+inline constexpr uint32_t kReregAllKnown =
+    kReregChangeTranslation | kReregChangePd | kReregChangeAccess;
+
+// The multicast QPN of a UD send to a multicast group (IBA 10.5.2.5).
+inline constexpr uint32_t kMulticastQpn = 0xffffff;
 
 // struct ibv_send_wr, without the linked-list pointer (lists are spans).
 struct SendWr {
@@ -260,6 +302,13 @@ struct SendWr {
     uint32_t remote_qpn = 0;
     uint32_t remote_qkey = 0;
   } ud;
+  // kBindMw (type 2 windows): the window, the rkey it gets (ibv_inc_rkey of
+  // its current one) and what it is bound to.
+  struct {
+    Mw* mw = nullptr;
+    uint32_t rkey = 0;
+    MwBindInfo bind_info;
+  } bind_mw;
 };
 
 // struct ibv_recv_wr, without the linked-list pointer.
@@ -312,10 +361,28 @@ struct AhAttr {
 class Cq;
 class Srq;
 
+// struct ibv_srq_attr.
+struct SrqAttr {
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  // IBV_EVENT_SRQ_LIMIT_REACHED fires once when fewer WRs than this remain;
+  // 0: not armed.
+  uint32_t srq_limit = 0;
+};
+
+// enum ibv_srq_attr_mask.
+enum SrqAttrMask : uint32_t {
+  kSrqMaxWr = 1u << 0,
+  kSrqLimit = 1u << 1,
+};
+
 // struct ibv_qp_init_attr.
 struct QpInitAttr {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
+  // Receives come from this shared receive queue (cap.max_recv_wr and
+  // max_recv_sge are then ignored, as ibv_create_qp(3) says).
+  Srq* srq = nullptr;
   QpCap cap;
   QpType qp_type = QpType::kRc;
   bool sq_sig_all = false;
@@ -351,7 +418,13 @@ struct AsyncEvent {
   AsyncEventType type = AsyncEventType::kCqErr;
   uint32_t qp_num = 0;
   uint32_t cq_id = 0;
+  uint32_t srq_id = 0;
+  uint8_t port_num = 0;
 };
+
+// Whether `gid` is a multicast GID: ff00::/8, or an IPv4-mapped address in
+// 224.0.0.0/4 (RoCEv2 over IPv4).
+bool IsMulticastGid(const Gid& gid);
 
 }  // namespace verbsim
 

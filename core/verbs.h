@@ -3,6 +3,9 @@
 // ibv_qp, ibv_ah). Tests and the post_* API (core/endpoint.h) are written once
 // against it.
 //
+// Verbs added after a provider was written default to EOPNOTSUPP
+// ("not supported by this provider") until the provider implements them.
+//
 // Ownership: objects are returned as std::unique_ptr. Dropping a handle
 // releases the object (resources it still backs stay valid until their users
 // go). Destroy() is the checked form, as ibv_destroy_*/ibv_dealloc_pd: it fails
@@ -56,6 +59,41 @@ class Mr : public VerbsObject {
   virtual uint32_t rkey() const = 0;
   virtual uint32_t access() const = 0;
   virtual Pd* pd() const = 0;
+  // ibv_rereg_mr(3): changes the translation (addr, length), the PD and/or
+  // the access of the region, as `flags` (ReregFlags) say; the arguments a
+  // flag does not name are ignored. Conceptually a deregistration followed
+  // by a registration: whether the keys change is the provider's (lkey()
+  // and rkey() tell). EINVAL for unknown flags or bad arguments, EBUSY while
+  // memory windows are bound to the region; the region is unchanged then.
+  virtual absl::Status Rereg(uint32_t flags, Pd* pd, void* addr,
+                             size_t length, uint32_t access);
+};
+
+// struct ibv_mw: a memory window (ibv_alloc_mw(3)). Destroy() is
+// ibv_dealloc_mw(3); a bound window is invalidated by it.
+class Mw : public VerbsObject {
+ public:
+  virtual MwType type() const = 0;
+  // The rkey the window answers to now (ibv_bind_mw(3) and a BIND_MW work
+  // request change it).
+  virtual uint32_t rkey() const = 0;
+  virtual Pd* pd() const = 0;
+};
+
+// struct ibv_srq: a shared receive queue (ibv_create_srq(3)).
+class Srq : public VerbsObject {
+ public:
+  virtual uint32_t srq_id() const = 0;
+  virtual Pd* pd() const = 0;
+  // ibv_post_srq_recv(3): EINVAL for too many SGEs, ENOMEM when full; on
+  // failure `*bad_index` is the first WR not posted.
+  virtual absl::Status PostRecv(absl::Span<const RecvWr> wrs,
+                                size_t* bad_index = nullptr) = 0;
+  absl::Status PostRecv(const RecvWr& wr) { return PostRecv({&wr, 1}); }
+  // ibv_modify_srq(3): kSrqMaxWr resizes, kSrqLimit arms the limit event.
+  virtual absl::Status Modify(const SrqAttr& attr, uint32_t mask) = 0;
+  // ibv_query_srq(3).
+  virtual absl::StatusOr<SrqAttr> Query() const = 0;
 };
 
 // struct ibv_comp_channel: delivers an event for each armed CQ that got a
@@ -114,6 +152,17 @@ class Qp : public VerbsObject {
   virtual absl::Status PostRecv(absl::Span<const RecvWr> wrs,
                                 size_t* bad_index = nullptr) = 0;
   absl::Status PostRecv(const RecvWr& wr) { return PostRecv({&wr, 1}); }
+  // ibv_bind_mw(3): binds (or, with a zero length, unbinds) type 1 window
+  // `mw` through this QP's send queue. On success the window's rkey is the
+  // next one at once; the bind completes on the send CQ (WcOpcode::kBindMw,
+  // MW_BIND_ERR when the bind is refused as it executes). EINVAL for a type 2
+  // window or inconsistent arguments.
+  virtual absl::Status BindMw(Mw* mw, const MwBind& bind);
+  // ibv_attach_mcast(3) / ibv_detach_mcast(3): UD QPs only; EINVAL for a GID
+  // that is not multicast, another QP type, or a detach of a group the QP is
+  // not attached to.
+  virtual absl::Status AttachMcast(const Gid& gid, uint16_t lid);
+  virtual absl::Status DetachMcast(const Gid& gid, uint16_t lid);
 };
 
 // struct ibv_pd.
@@ -132,6 +181,13 @@ class Pd : public VerbsObject {
   // ibv_create_ah(3).
   virtual absl::StatusOr<std::unique_ptr<Ah>> CreateAh(
       const AhAttr& attr) = 0;
+  // ibv_alloc_mw(3). EINVAL for an unknown type, EOPNOTSUPP when the device
+  // has no memory windows.
+  virtual absl::StatusOr<std::unique_ptr<Mw>> AllocMw(MwType type);
+  // ibv_create_srq(3): attr.max_wr / max_sge within the device's max_srq_wr
+  // and max_srq_sge, else EINVAL; EOPNOTSUPP without SRQ support.
+  virtual absl::StatusOr<std::unique_ptr<Srq>> CreateSrq(
+      const SrqAttr& attr);
 };
 
 // struct ibv_context: an opened device.

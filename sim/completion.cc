@@ -154,6 +154,16 @@ void EnterError(QpCore& qp) {
     PushCompletion(*qp.recv_cq, FlushedRecv(qp, r), false);
   }
   qp.in_write = false;
+  qp.drop_msg = false;
+  if (qp.srq != nullptr &&
+      qp.node->fabric->profile().raises_last_wqe_reached) {
+    // IBA 11.6.3.2: a QP on an SRQ that enters ERR consumes no more WQEs of
+    // it: "last WQE reached".
+    AsyncEvent ev;
+    ev.type = AsyncEventType::kQpLastWqeReached;
+    ev.qp_num = qp.qpn;
+    RaiseAsyncEvent(*qp.pd->context, ev);
+  }
 }
 
 void ResetQueues(QpCore& qp) {
@@ -169,6 +179,7 @@ void ResetQueues(QpCore& qp) {
   ++qp.timer_generation;
   qp.in_send = false;
   qp.in_write = false;
+  qp.drop_msg = false;
   qp.nak_sent = false;
   qp.resources.clear();
   qp.msn = 0;

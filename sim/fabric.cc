@@ -428,6 +428,45 @@ void Fabric::RecordLocalFault(int node, uint32_t qpn, absl::string_view note) {
   trace_.Record(std::move(r));
 }
 
+std::vector<std::pair<int, uint32_t>> Fabric::McastMembers(
+    const Gid& gid) const {
+  auto it = mcast_.find(gid);
+  if (it == mcast_.end()) return {};
+  return it->second;
+}
+
+void Fabric::AttachMcast(const Gid& gid, int node, uint32_t qpn) {
+  auto& members = mcast_[gid];
+  for (const auto& m : members) {
+    if (m.first == node && m.second == qpn) return;
+  }
+  members.emplace_back(node, qpn);
+}
+
+bool Fabric::DetachMcast(const Gid& gid, int node, uint32_t qpn) {
+  auto it = mcast_.find(gid);
+  if (it == mcast_.end()) return false;
+  auto& members = it->second;
+  for (auto m = members.begin(); m != members.end(); ++m) {
+    if (m->first == node && m->second == qpn) {
+      members.erase(m);
+      if (members.empty()) mcast_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Fabric::DetachAll(int node, uint32_t qpn) {
+  for (auto it = mcast_.begin(); it != mcast_.end();) {
+    auto& members = it->second;
+    for (auto m = members.begin(); m != members.end();) {
+      m = (m->first == node && m->second == qpn) ? members.erase(m) : m + 1;
+    }
+    it = members.empty() ? mcast_.erase(it) : std::next(it);
+  }
+}
+
 void Fabric::ForceQpError(int node, uint32_t qpn) {
   auto it = nodes_[node]->qps.find(qpn);
   if (it == nodes_[node]->qps.end()) return;

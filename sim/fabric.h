@@ -199,6 +199,13 @@ class Fabric {
   bool PostFaultDue(int node, uint32_t qpn);
   // Records a forced local fault in the trace.
   void RecordLocalFault(int node, uint32_t qpn, absl::string_view note);
+  // UD multicast groups (ibv_attach_mcast(3)): the (node, QPN) members of
+  // `gid`, in attach order. Attach is idempotent; Detach returns whether the
+  // QP was attached; DetachAll forgets a destroyed QP.
+  std::vector<std::pair<int, uint32_t>> McastMembers(const Gid& gid) const;
+  void AttachMcast(const Gid& gid, int node, uint32_t qpn);
+  bool DetachMcast(const Gid& gid, int node, uint32_t qpn);
+  void DetachAll(int node, uint32_t qpn);
   // Records a packet event (transmit, deliver, drop) at `node`.
   void TracePacket(TraceKind kind, const Packet& p, absl::string_view note = {});
 
@@ -237,6 +244,7 @@ class Fabric {
   absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
   std::mt19937_64 rng_;
+  std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
   FaultPlan faults_;
   uint64_t registrations_ = 0;
   uint64_t posts_ = 0;

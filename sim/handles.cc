@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/names.h"
 #include "sim/qp_verbs.h"
+#include "sim/sg.h"
 #include "sim/transport.h"
 
 namespace verbsim::sim {
@@ -21,10 +22,47 @@ class SimPd;
 class SimCq;
 class SimChannel;
 
+// ibv_reg_mr(3)'s checks of the access flags, shared by RegMr and Rereg.
+absl::Status CheckMrAccess(uint32_t access) {
+  if (access & ~kAccessAllKnown) {
+    return Errno(EINVAL, "access 0x%x has unknown bits", access);
+  }
+  // ibv_reg_mr(3): remote write or atomic access needs local write.
+  if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) &&
+      !(access & kAccessLocalWrite)) {
+    return Errno(EINVAL, "access %s needs LOCAL_WRITE with remote write or atomic",
+                 AccessFlagsName(access));
+  }
+  if (access & kAccessZeroBased) {
+    return Errno(EINVAL, "access ZERO_BASED needs ibv_reg_mr_iova");
+  }
+  if (access & kAccessOnDemand) {
+    return Errno(EOPNOTSUPP, "access ON_DEMAND: the sim has no ODP");
+  }
+  return absl::OkStatus();
+}
+
+// ibv_reg_mr(3)'s checks of the range.
+absl::Status CheckMrRange(const DeviceAttr& dev, const void* addr,
+                          size_t length) {
+  if (addr == nullptr && length > 0) {
+    return Errno(EINVAL, "null address with length %zu", length);
+  }
+  const uint64_t start = reinterpret_cast<uint64_t>(addr);
+  if (length > dev.max_mr_size || start + length < start) {
+    return Errno(EINVAL, "range [0x%x, +%zu) wraps or exceeds max_mr_size",
+                 start, length);
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<PdState> PdStateOf(Pd* pd);
+
 class SimMr : public Mr {
  public:
   SimMr(std::shared_ptr<Fabric> fabric, std::shared_ptr<MrState> st, Pd* pd)
       : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
+  const std::shared_ptr<MrState>& state() const { return st_; }
   ~SimMr() override {
     Lock lock(*fabric_);
     Release();
@@ -32,15 +70,98 @@ class SimMr : public Mr {
   absl::Status Destroy() override {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "mr lkey 0x%x is already deregistered", st_->lkey);
+    if (st_->mws_bound > 0) {
+      return Errno(fabric_->profile().dereg_bound_mr_errno,
+                   "mr lkey 0x%x has %d memory windows bound", st_->lkey,
+                   st_->mws_bound);
+    }
     Release();
     return absl::OkStatus();
   }
-  void* addr() const override { return reinterpret_cast<void*>(st_->addr); }
-  uint64_t length() const override { return st_->length; }
-  uint32_t lkey() const override { return st_->lkey; }
-  uint32_t rkey() const override { return st_->rkey; }
-  uint32_t access() const override { return st_->access; }
-  Pd* pd() const override { return pd_; }
+  absl::Status Rereg(uint32_t flags, Pd* pd, void* addr, size_t length,
+                     uint32_t access) override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "mr lkey 0x%x is deregistered", st_->lkey);
+    if (!fabric_->profile().supports_rereg) {
+      return Errno(EOPNOTSUPP, "ibv_rereg_mr: %s has no re-registration",
+                   fabric_->profile().name);
+    }
+    if (flags & ~kReregAllKnown) {
+      return Errno(EINVAL, "rereg flags 0x%x has unknown bits", flags);
+    }
+    // libibverbs: access is given only with CHANGE_ACCESS.
+    if (access != 0 && !(flags & kReregChangeAccess)) {
+      return Errno(EINVAL, "rereg access 0x%x without CHANGE_ACCESS", access);
+    }
+    if (st_->mws_bound > 0) {
+      return Errno(EBUSY, "mr lkey 0x%x has %d memory windows bound",
+                   st_->lkey, st_->mws_bound);
+    }
+    std::shared_ptr<PdState> new_pd = st_->pd;
+    if (flags & kReregChangePd) {
+      new_pd = PdStateOf(pd);
+      if (new_pd == nullptr) {
+        return Errno(EINVAL, "rereg CHANGE_PD to a PD of another provider");
+      }
+      if (new_pd->dead) return Errno(EINVAL, "rereg CHANGE_PD to a destroyed PD");
+      if (new_pd->context != st_->pd->context) {
+        return Errno(EINVAL, "rereg CHANGE_PD to a PD of another context");
+      }
+    }
+    if (flags & kReregChangeTranslation) {
+      // ibv_rereg_mr(3): a new translation needs an address and a length.
+      if (addr == nullptr || length == 0) {
+        return Errno(EINVAL, "rereg CHANGE_TRANSLATION needs an address and "
+                     "a length (got %p, %zu)", addr, length);
+      }
+      if (absl::Status s = CheckMrRange(fabric_->profile().device, addr, length);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (flags & kReregChangeAccess) {
+      if (absl::Status s = CheckMrAccess(access); !s.ok()) return s;
+    }
+    // Applied only once every argument passed.
+    if (flags & kReregChangePd) {
+      --st_->pd->mrs;
+      st_->pd = new_pd;
+      ++new_pd->mrs;
+      pd_ = pd;
+    }
+    if (flags & kReregChangeTranslation) {
+      st_->addr = reinterpret_cast<uint64_t>(addr);
+      st_->length = length;
+    }
+    if (flags & kReregChangeAccess) st_->access = access;
+    // The keys stay (rdma-unit-test ReregMrChangeAccess: the old rkey still
+    // works); what they grant is the new PD, range and access.
+    return absl::OkStatus();
+  }
+  void* addr() const override {
+    Lock lock(*fabric_);
+    return reinterpret_cast<void*>(st_->addr);
+  }
+  uint64_t length() const override {
+    Lock lock(*fabric_);
+    return st_->length;
+  }
+  uint32_t lkey() const override {
+    Lock lock(*fabric_);
+    return st_->lkey;
+  }
+  uint32_t rkey() const override {
+    Lock lock(*fabric_);
+    return st_->rkey;
+  }
+  uint32_t access() const override {
+    Lock lock(*fabric_);
+    return st_->access;
+  }
+  Pd* pd() const override {
+    Lock lock(*fabric_);
+    return pd_;
+  }
 
  private:
   void Release() {
@@ -191,6 +312,7 @@ class SimAh : public Ah {
   }
   const AhAttr& attr() const override { return st_->attr; }
   Pd* pd() const override { return pd_; }
+  const std::shared_ptr<AhState>& state() const { return st_; }
 
  private:
   void Release() {
@@ -200,6 +322,137 @@ class SimAh : public Ah {
   }
   std::shared_ptr<Fabric> fabric_;
   std::shared_ptr<AhState> st_;
+  Pd* pd_;
+};
+
+class SimMw : public Mw {
+ public:
+  SimMw(std::shared_ptr<Fabric> fabric, std::shared_ptr<MwState> st, Pd* pd)
+      : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
+  ~SimMw() override {
+    Lock lock(*fabric_);
+    Release();
+  }
+  // ibv_dealloc_mw(3): a bound window is invalidated with it.
+  absl::Status Destroy() override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "memory window is deallocated");
+    Release();
+    return absl::OkStatus();
+  }
+  MwType type() const override { return st_->type; }
+  uint32_t rkey() const override {
+    Lock lock(*fabric_);
+    return st_->type == MwType::kType1 ? st_->posted_rkey : st_->rkey;
+  }
+  Pd* pd() const override { return pd_; }
+  const std::shared_ptr<MwState>& state() const { return st_; }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    UnbindMw(*st_);
+    st_->dead = true;
+    st_->node->keys.RemoveMw(*st_);
+    --st_->pd->mws;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<MwState> st_;
+  Pd* pd_;
+};
+
+class SimSrq : public Srq {
+ public:
+  SimSrq(std::shared_ptr<Fabric> fabric, std::shared_ptr<SrqState> st, Pd* pd)
+      : fabric_(std::move(fabric)), st_(std::move(st)), pd_(pd) {}
+  ~SimSrq() override {
+    Lock lock(*fabric_);
+    Release();
+  }
+  absl::Status Destroy() override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "srq %u is destroyed", st_->id);
+    if (st_->qps > 0) {
+      return Errno(EBUSY, "srq %u is used by %d QPs", st_->id, st_->qps);
+    }
+    Release();
+    return absl::OkStatus();
+  }
+  uint32_t srq_id() const override { return st_->id; }
+  Pd* pd() const override { return pd_; }
+  absl::Status PostRecv(absl::Span<const RecvWr> wrs,
+                        size_t* bad_index) override {
+    Lock lock(*fabric_);
+    if (bad_index != nullptr) *bad_index = 0;
+    if (st_->dead) return Errno(EINVAL, "srq %u is destroyed", st_->id);
+    for (size_t i = 0; i < wrs.size(); ++i) {
+      if (bad_index != nullptr) *bad_index = i;
+      const RecvWr& wr = wrs[i];
+      if (wr.sg_list.size() > st_->max_sge) {
+        return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the SRQ's max_sge %u",
+                     wr.wr_id, wr.sg_list.size(), st_->max_sge);
+      }
+      if (st_->wqes.size() >= st_->max_wr) {
+        return Errno(ENOMEM, "srq %u is full (%u WRs)", st_->id, st_->max_wr);
+      }
+      RecvWqe r;
+      r.wr_id = wr.wr_id;
+      r.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+      r.capacity = SgeTotal(r.sges);
+      st_->wqes.push_back(std::move(r));
+    }
+    if (bad_index != nullptr) *bad_index = wrs.size();
+    fabric_->Wake();
+    return absl::OkStatus();
+  }
+  absl::Status Modify(const SrqAttr& attr, uint32_t mask) override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "srq %u is destroyed", st_->id);
+    if (mask & ~(kSrqMaxWr | kSrqLimit)) {
+      return Errno(EINVAL, "srq_attr_mask 0x%x has unknown bits", mask);
+    }
+    uint32_t max_wr = st_->max_wr;
+    if (mask & kSrqMaxWr) {
+      const DeviceAttr& dev = fabric_->profile().device;
+      if (attr.max_wr == 0 ||
+          attr.max_wr > static_cast<uint32_t>(dev.max_srq_wr)) {
+        return Errno(EINVAL, "max_wr %u outside [1, max_srq_wr %d]",
+                     attr.max_wr, dev.max_srq_wr);
+      }
+      if (attr.max_wr < st_->wqes.size()) {
+        return Errno(EINVAL, "max_wr %u is below the %zu WRs posted",
+                     attr.max_wr, st_->wqes.size());
+      }
+      max_wr = attr.max_wr;
+    }
+    if ((mask & kSrqLimit) && attr.srq_limit > max_wr) {
+      return Errno(EINVAL, "srq_limit %u exceeds max_wr %u", attr.srq_limit,
+                   max_wr);
+    }
+    st_->max_wr = max_wr;
+    if (mask & kSrqLimit) st_->limit = attr.srq_limit;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SrqAttr> Query() const override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "srq %u is destroyed", st_->id);
+    SrqAttr a;
+    a.max_wr = st_->max_wr;
+    a.max_sge = st_->max_sge;
+    a.srq_limit = st_->limit;
+    return a;
+  }
+  const std::shared_ptr<SrqState>& state() const { return st_; }
+
+ private:
+  void Release() {
+    if (st_->dead) return;
+    st_->dead = true;
+    st_->wqes.clear();
+    --st_->pd->srqs;
+  }
+  std::shared_ptr<Fabric> fabric_;
+  std::shared_ptr<SrqState> st_;
   Pd* pd_;
 };
 
@@ -251,10 +504,11 @@ class SimQp : public Qp {
   absl::Status PostSend(absl::Span<const SendWr> wrs,
                         size_t* bad_index) override {
     Lock lock(*fabric_);
-    for (const SendWr& wr : wrs) {
-      if (wr.ud.ah != nullptr && dynamic_cast<SimAh*>(wr.ud.ah) == nullptr) {
-        return Errno(EINVAL, "wr_id %u: address handle of another provider",
-                     wr.wr_id);
+    std::vector<ResolvedWr> resolved;
+    for (size_t i = 0; i < wrs.size(); ++i) {
+      if (absl::Status s = Resolve(wrs[i], &resolved, wrs.size()); !s.ok()) {
+        if (bad_index != nullptr) *bad_index = 0;
+        return s;
       }
     }
     fabric_->NoteThread();
@@ -263,9 +517,63 @@ class SimQp : public Qp {
       return Errno(ENOMEM, "injected fault: post_send on qp %u fails",
                    st_->qpn);
     }
-    absl::Status s = sim::PostSend(*st_, wrs, bad_index);
+    absl::Status s = sim::PostSend(*st_, wrs, resolved, bad_index);
     fabric_->Wake();
     return s;
+  }
+  absl::Status BindMw(Mw* mw, const MwBind& bind) override {
+    Lock lock(*fabric_);
+    auto* sim_mw = dynamic_cast<SimMw*>(mw);
+    if (sim_mw == nullptr) {
+      return Errno(EINVAL, "ibv_bind_mw: not a memory window of this provider");
+    }
+    MwState& m = *sim_mw->state();
+    if (m.dead) return Errno(EINVAL, "ibv_bind_mw: the window is deallocated");
+    if (m.type != MwType::kType1) {
+      return Errno(EINVAL, "ibv_bind_mw: type 2 windows are bound by a "
+                   "BIND_MW work request");
+    }
+    const MwBindInfo& b = bind.bind_info;
+    if (b.mr == nullptr && (b.addr != 0 || b.length != 0)) {
+      return Errno(EINVAL, "ibv_bind_mw: addr 0x%x length %u without a region",
+                   b.addr, b.length);
+    }
+    SendWr wr;
+    wr.wr_id = bind.wr_id;
+    wr.opcode = WrOpcode::kBindMw;
+    wr.send_flags = bind.send_flags;
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = IncRkey(m.posted_rkey);
+    wr.bind_mw.bind_info = b;
+    std::vector<ResolvedWr> resolved;
+    if (absl::Status s = Resolve(wr, &resolved, 1); !s.ok()) return s;
+    resolved[0].bind_verb = true;
+    // libibverbs ibv_bind_mw: the region and the window share a PD.
+    if (resolved[0].bind_mr != nullptr && resolved[0].bind_mr->pd != m.pd) {
+      return Errno(EPERM, "ibv_bind_mw: the region is of another PD than "
+                   "the window");
+    }
+    fabric_->NoteThread();
+    absl::Status s = sim::PostSend(*st_, {&wr, 1}, resolved, nullptr);
+    // ibv_bind_mw(3): on success the window's rkey is the new one.
+    if (s.ok()) m.posted_rkey = wr.bind_mw.rkey;
+    fabric_->Wake();
+    return s;
+  }
+  absl::Status AttachMcast(const Gid& gid, uint16_t lid) override {
+    Lock lock(*fabric_);
+    if (absl::Status s = CheckMcast(gid, lid); !s.ok()) return s;
+    fabric_->AttachMcast(gid, st_->node->index, st_->qpn);
+    return absl::OkStatus();
+  }
+  absl::Status DetachMcast(const Gid& gid, uint16_t lid) override {
+    Lock lock(*fabric_);
+    if (absl::Status s = CheckMcast(gid, lid); !s.ok()) return s;
+    if (!fabric_->DetachMcast(gid, st_->node->index, st_->qpn)) {
+      return Errno(EINVAL, "qp %u is not attached to %s", st_->qpn,
+                   GidToString(gid));
+    }
+    return absl::OkStatus();
   }
   absl::Status PostRecv(absl::Span<const RecvWr> wrs,
                         size_t* bad_index) override {
@@ -300,6 +608,53 @@ class SimQp : public Qp {
         " nak_sent=", q.nak_sent, " ack_pending=", q.ack_pending,
         " placements=", q.placements.size(), " | ", fabric_->Describe());
   }
+  // Resolves the public handles `wr` names into sim state (appended to
+  // `out`); EINVAL for a handle of another provider.
+  static absl::Status Resolve(const SendWr& wr, std::vector<ResolvedWr>* out,
+                              size_t reserve) {
+    if (out->empty()) out->reserve(reserve);
+    ResolvedWr r;
+    if (wr.ud.ah != nullptr) {
+      auto* ah = dynamic_cast<SimAh*>(wr.ud.ah);
+      if (ah == nullptr) {
+        return Errno(EINVAL, "wr_id %u: address handle of another provider",
+                     wr.wr_id);
+      }
+      r.ah = ah->state();
+    }
+    if (wr.opcode == WrOpcode::kBindMw) {
+      if (wr.bind_mw.mw != nullptr) {
+        auto* mw = dynamic_cast<SimMw*>(wr.bind_mw.mw);
+        if (mw == nullptr) {
+          return Errno(EINVAL, "wr_id %u: memory window of another provider",
+                       wr.wr_id);
+        }
+        r.mw = mw->state();
+      }
+      if (wr.bind_mw.bind_info.mr != nullptr) {
+        auto* mr = dynamic_cast<SimMr*>(wr.bind_mw.bind_info.mr);
+        if (mr == nullptr) {
+          return Errno(EINVAL, "wr_id %u: region of another provider",
+                       wr.wr_id);
+        }
+        r.bind_mr = mr->state();
+      }
+    }
+    out->push_back(std::move(r));
+    return absl::OkStatus();
+  }
+  absl::Status CheckMcast(const Gid& gid, uint16_t lid) const {
+    if (st_->dead) return Errno(EINVAL, "qp %u is destroyed", st_->qpn);
+    if (st_->type != QpType::kUd) {
+      return Errno(EINVAL, "qp %u is %s: only UD QPs join multicast groups",
+                   st_->qpn, QpTypeName(st_->type));
+    }
+    if (!IsMulticastGid(gid)) {
+      return Errno(EINVAL, "gid %s is not a multicast GID", GidToString(gid));
+    }
+    (void)lid;  // RoCE: the LID is unused
+    return absl::OkStatus();
+  }
   SimQpStats Stats() const {
     Lock lock(*fabric_);
     SimQpStats s;
@@ -311,6 +666,9 @@ class SimQp : public Qp {
     s.rnr_naks = st_->rnr_naks;
     s.naks_received = st_->naks_received;
     s.naks_sent = st_->naks_sent;
+    s.no_recv_drops = st_->no_recv_drops;
+    s.qkey_drops = st_->qkey_drops;
+    s.msg_drops = st_->msg_drops;
     return s;
   }
 
@@ -323,6 +681,8 @@ class SimQp : public Qp {
     st_->send_cq->qps.erase(st_.get());
     st_->recv_cq->qps.erase(st_.get());
     --st_->pd->qps;
+    if (st_->srq != nullptr) --st_->srq->qps;
+    fabric_->DetachAll(st_->node->index, st_->qpn);
     ++st_->timer_generation;
   }
   std::shared_ptr<Fabric> fabric_;
@@ -353,6 +713,66 @@ class SimPd : public Pd {
     return absl::OkStatus();
   }
   Context* context() const override { return context_; }
+  const std::shared_ptr<PdState>& state() const { return st_; }
+
+  absl::StatusOr<std::unique_ptr<Mw>> AllocMw(MwType type) override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
+    if (type != MwType::kType1 && type != MwType::kType2) {
+      return Errno(EINVAL, "mw type %d is neither 1 nor 2",
+                   static_cast<int>(type));
+    }
+    const DeviceAttr& dev = fabric_->profile().device;
+    if (dev.max_mw == 0) {
+      return Errno(EOPNOTSUPP, "%s has no memory windows (max_mw 0)",
+                   st_->context->node->name);
+    }
+    Node* node = st_->context->node;
+    if (node->keys.live_mws() >= static_cast<size_t>(dev.max_mw)) {
+      return Errno(ENOMEM, "max_mw %d reached", dev.max_mw);
+    }
+    auto mw = std::make_shared<MwState>();
+    mw->node = node;
+    mw->pd = st_;
+    mw->type = type;
+    node->keys.InsertMw(mw);
+    mw->posted_rkey = mw->rkey;
+    ++st_->mws;
+    return std::unique_ptr<Mw>(new SimMw(fabric_, mw, this));
+  }
+
+  absl::StatusOr<std::unique_ptr<Srq>> CreateSrq(const SrqAttr& attr) override {
+    Lock lock(*fabric_);
+    if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
+    const DeviceAttr& dev = fabric_->profile().device;
+    if (dev.max_srq == 0) {
+      return Errno(EOPNOTSUPP, "%s has no shared receive queues",
+                   st_->context->node->name);
+    }
+    if (attr.max_wr == 0 ||
+        attr.max_wr > static_cast<uint32_t>(dev.max_srq_wr)) {
+      return Errno(EINVAL, "srq max_wr %u outside [1, max_srq_wr %d]",
+                   attr.max_wr, dev.max_srq_wr);
+    }
+    if (attr.max_sge == 0 ||
+        attr.max_sge > static_cast<uint32_t>(dev.max_srq_sge)) {
+      return Errno(EINVAL, "srq max_sge %u outside [1, max_srq_sge %d]",
+                   attr.max_sge, dev.max_srq_sge);
+    }
+    if (attr.srq_limit > attr.max_wr) {
+      return Errno(EINVAL, "srq_limit %u exceeds max_wr %u", attr.srq_limit,
+                   attr.max_wr);
+    }
+    Node* node = st_->context->node;
+    auto srq = std::make_shared<SrqState>();
+    srq->pd = st_;
+    srq->id = node->next_id++;
+    srq->max_wr = attr.max_wr;
+    srq->max_sge = attr.max_sge;
+    srq->limit = attr.srq_limit;
+    ++st_->srqs;
+    return std::unique_ptr<Srq>(new SimSrq(fabric_, srq, this));
+  }
 
   absl::StatusOr<std::unique_ptr<Mr>> RegMr(void* addr, size_t length,
                                             uint32_t access) override {
@@ -360,29 +780,9 @@ class SimPd : public Pd {
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
     Node* node = st_->context->node;
     const DeviceAttr& dev = fabric_->profile().device;
-    if (access & ~kAccessAllKnown) {
-      return Errno(EINVAL, "access 0x%x has unknown bits", access);
-    }
-    // ibv_reg_mr(3): remote write or atomic access needs local write.
-    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) &&
-        !(access & kAccessLocalWrite)) {
-      return Errno(EINVAL, "access %s needs LOCAL_WRITE with remote write or atomic",
-                   AccessFlagsName(access));
-    }
-    if (access & kAccessZeroBased) {
-      return Errno(EINVAL, "access ZERO_BASED needs ibv_reg_mr_iova");
-    }
-    if (access & kAccessOnDemand) {
-      return Errno(EOPNOTSUPP, "access ON_DEMAND: the sim has no ODP");
-    }
-    if (addr == nullptr && length > 0) {
-      return Errno(EINVAL, "null address with length %zu", length);
-    }
+    if (absl::Status s = CheckMrAccess(access); !s.ok()) return s;
+    if (absl::Status s = CheckMrRange(dev, addr, length); !s.ok()) return s;
     const uint64_t start = reinterpret_cast<uint64_t>(addr);
-    if (length > dev.max_mr_size || start + length < start) {
-      return Errno(EINVAL, "range [0x%x, +%zu) wraps or exceeds max_mr_size",
-                   start, length);
-    }
     if (fabric_->RegistrationFaultDue(node->index)) {
       return Errno(ENOMEM, "injected fault: registration %zu bytes at 0x%x fails",
                    length, start);
@@ -423,7 +823,25 @@ class SimPd : public Pd {
         rcq->state()->context != st_->context) {
       return Errno(EINVAL, "the CQs belong to another context than the PD");
     }
-    const QpCap& c = init.cap;
+    std::shared_ptr<SrqState> srq;
+    if (init.srq != nullptr) {
+      auto* sim_srq = dynamic_cast<SimSrq*>(init.srq);
+      if (sim_srq == nullptr) {
+        return Errno(EINVAL, "srq of another provider");
+      }
+      srq = sim_srq->state();
+      if (srq->dead) return Errno(EINVAL, "srq %u is destroyed", srq->id);
+      if (srq->pd->context != st_->context) {
+        return Errno(EINVAL, "srq %u belongs to another context", srq->id);
+      }
+    }
+    QpCap c = init.cap;
+    if (srq != nullptr) {
+      // ibv_create_qp(3): with an SRQ the receive queue attributes are
+      // ignored.
+      c.max_recv_wr = 0;
+      c.max_recv_sge = 0;
+    }
     if (c.max_send_wr > static_cast<uint32_t>(dev.max_qp_wr) ||
         c.max_recv_wr > static_cast<uint32_t>(dev.max_qp_wr)) {
       return Errno(EINVAL, "max_send_wr %u / max_recv_wr %u exceed max_qp_wr %d",
@@ -449,6 +867,8 @@ class SimPd : public Pd {
     qp->pd = st_;
     qp->send_cq = scq->state();
     qp->recv_cq = rcq->state();
+    qp->srq = srq;
+    if (srq != nullptr) ++srq->qps;
     qp->cap = c;
     qp->sq_sig_all = init.sq_sig_all;
     qp->attr.port_num = 1;
@@ -475,7 +895,9 @@ class SimPd : public Pd {
       return Errno(EINVAL, "sgid_index %d beyond the GID table of 1",
                    attr.sgid_index);
     }
-    if (fabric_->NodeByGid(attr.dgid) < 0) {
+    const bool multicast = IsMulticastGid(attr.dgid);
+    const int dest_node = multicast ? -1 : fabric_->NodeByGid(attr.dgid);
+    if (!multicast && dest_node < 0) {
       return Errno(EINVAL, "no route to dgid %s", GidToString(attr.dgid));
     }
     const DeviceAttr& dev = fabric_->profile().device;
@@ -483,6 +905,7 @@ class SimPd : public Pd {
     auto ah = std::make_shared<AhState>();
     ah->pd = st_;
     ah->attr = attr;
+    ah->dest_node = dest_node;
     ++st_->ahs;
     return std::unique_ptr<Ah>(new SimAh(fabric_, ah, this));
   }
@@ -498,6 +921,11 @@ class SimPd : public Pd {
   std::shared_ptr<PdState> st_;
   Context* context_;
 };
+
+std::shared_ptr<PdState> PdStateOf(Pd* pd) {
+  auto* sim_pd = dynamic_cast<SimPd*>(pd);
+  return sim_pd == nullptr ? nullptr : sim_pd->state();
+}
 
 class SimContext : public Context {
  public:

@@ -28,6 +28,9 @@ struct SimQpStats {
   uint64_t rnr_naks = 0;         // RNR NAKs received
   uint64_t naks_received = 0;    // other NAKs received
   uint64_t naks_sent = 0;        // NAKs of every kind sent
+  uint64_t no_recv_drops = 0;    // UD/UC messages dropped: no receive posted
+  uint64_t qkey_drops = 0;       // UD datagrams dropped: Q_Key mismatch
+  uint64_t msg_drops = 0;        // UC messages dropped (gap, rkey, access)
 };
 bool GetSimQpStats(const Qp* qp, SimQpStats* out);
 

@@ -20,6 +20,7 @@ absl::string_view AccessResultName(AccessResult r) {
     case AccessResult::kPdMismatch: return "MR of another PD";
     case AccessResult::kOutOfBounds: return "range outside the MR";
     case AccessResult::kAccessDenied: return "MR lacks the access flag";
+    case AccessResult::kWrongQp: return "type 2 window of another QP";
   }
   return "?";
 }
@@ -62,16 +63,78 @@ MrState* KeyTable::Lookup(uint32_t key, KeyKind kind) const {
   return s.mr.get();
 }
 
+void KeyTable::InsertMw(const std::shared_ptr<MwState>& mw) {
+  uint32_t index;
+  if (!mw_free_.empty()) {
+    index = mw_free_.front();
+    mw_free_.pop_front();
+  } else {
+    index = static_cast<uint32_t>(mw_slots_.size());
+    mw_slots_.emplace_back();
+  }
+  MwSlot& s = mw_slots_[index];
+  s.mw = mw;
+  mw->index = index;
+  mw->rkey = 0x80000000u | (index << 8) | s.next_key;
+  s.next_key = static_cast<uint8_t>(s.next_key + 0x35);
+  ++live_mws_;
+}
+
+void KeyTable::RemoveMw(const MwState& mw) {
+  if (mw.index >= mw_slots_.size()) return;
+  MwSlot& s = mw_slots_[mw.index];
+  if (s.mw.get() != &mw) return;
+  s.mw.reset();
+  mw_free_.push_back(mw.index);
+  --live_mws_;
+}
+
+MwState* KeyTable::LookupMw(uint32_t key) const {
+  if (!IsMwKey(key)) return nullptr;
+  const uint32_t index = (key & 0x7fffffffu) >> 8;
+  if (index >= mw_slots_.size()) return nullptr;
+  return mw_slots_[index].mw.get();
+}
+
+namespace {
+
+// [addr, addr + length) inside [base, base + size), without overflow.
+bool InRange(uint64_t addr, uint64_t length, uint64_t base, uint64_t size) {
+  return addr >= base && length <= size && addr - base <= size - length;
+}
+
+}  // namespace
+
 AccessResult CheckAccess(const KeyTable& keys, uint32_t key, KeyKind kind,
                          const PdState* pd, uint64_t addr, uint64_t length,
-                         uint32_t required, MrState** mr_out) {
+                         uint32_t required, MrState** mr_out, uint32_t qpn) {
+  if (IsMwKey(key)) {
+    // Windows have rkeys only; a stale rkey (rebound, invalidated,
+    // deallocated) no longer matches.
+    const MwState* mw = kind == KeyKind::kRemote ? keys.LookupMw(key) : nullptr;
+    if (mw == nullptr || mw->dead || !mw->bound || mw->rkey != key ||
+        mw->mr == nullptr || mw->mr->dead) {
+      return AccessResult::kBadKey;
+    }
+    if (mw->pd.get() != pd) return AccessResult::kPdMismatch;
+    if (mw->type == MwType::kType2 && mw->qpn != qpn) {
+      return AccessResult::kWrongQp;
+    }
+    if (!InRange(addr, length, mw->addr, mw->length)) {
+      return AccessResult::kOutOfBounds;
+    }
+    if ((mw->access & required) != required) {
+      return AccessResult::kAccessDenied;
+    }
+    if (mr_out != nullptr) *mr_out = mw->mr.get();
+    return AccessResult::kOk;
+  }
   MrState* mr = keys.Lookup(key, kind);
   if (mr == nullptr || mr->dead) return AccessResult::kBadKey;
   if (mr->pd.get() != pd) return AccessResult::kPdMismatch;
   // [addr, addr + length) inside [mr->addr, mr->addr + mr->length), computed
   // without overflow.
-  if (addr < mr->addr || length > mr->length ||
-      addr - mr->addr > mr->length - length) {
+  if (!InRange(addr, length, mr->addr, mr->length)) {
     return AccessResult::kOutOfBounds;
   }
   if ((mr->access & required) != required) return AccessResult::kAccessDenied;

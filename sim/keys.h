@@ -21,11 +21,15 @@ enum class KeyKind { kLocal, kRemote };
 
 enum class AccessResult {
   kOk,
-  kBadKey,        // no live MR has this key
+  kBadKey,        // no live MR or bound window has this key
   kPdMismatch,    // the MR belongs to another PD than the QP's
   kOutOfBounds,   // the range leaves the MR (or wraps)
   kAccessDenied,  // the MR lacks an access flag the operation needs
+  kWrongQp,       // a type 2 window used through another QP than its own
 };
+
+// Whether `key` is a memory window's (see MwState).
+inline bool IsMwKey(uint32_t key) { return (key & 0x80000000u) != 0; }
 absl::string_view AccessResultName(AccessResult r);
 
 class KeyTable {
@@ -38,6 +42,14 @@ class KeyTable {
   MrState* Lookup(uint32_t key, KeyKind kind) const;
   size_t live() const { return live_; }
 
+  // Memory windows: a slot and a first rkey for `mw`; freeing the slot.
+  void InsertMw(const std::shared_ptr<MwState>& mw);
+  void RemoveMw(const MwState& mw);
+  // The live window whose index `key` names (whatever its low 8 bits), or
+  // null.
+  MwState* LookupMw(uint32_t key) const;
+  size_t live_mws() const { return live_mws_; }
+
  private:
   struct Slot {
     uint32_t generation = 0;
@@ -46,14 +58,25 @@ class KeyTable {
   std::vector<Slot> slots_;
   std::deque<uint32_t> free_;  // FIFO reuse keeps generations apart
   size_t live_ = 0;
+  struct MwSlot {
+    uint8_t next_key = 0;  // a reused slot starts with another key
+    std::shared_ptr<MwState> mw;
+  };
+  std::vector<MwSlot> mw_slots_;
+  std::deque<uint32_t> mw_free_;
+  size_t live_mws_ = 0;
 };
 
 // The access check (IBA 10.6.3 / C10-xx protection rules): `key` must name a
 // live MR of `pd` whose range holds [addr, addr + length) and whose access
-// flags include every bit of `required`.
+// flags include every bit of `required`. A remote key may instead name a
+// bound memory window (IBA 10.6.7.3): the window's current rkey exactly, of
+// `pd`, for type 2 bound through QP `qpn`, the range inside the window and
+// `required` within the window's access.
 AccessResult CheckAccess(const KeyTable& keys, uint32_t key, KeyKind kind,
                          const PdState* pd, uint64_t addr, uint64_t length,
-                         uint32_t required, MrState** mr_out = nullptr);
+                         uint32_t required, MrState** mr_out = nullptr,
+                         uint32_t qpn = 0);
 
 }  // namespace verbsim::sim
 

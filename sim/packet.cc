@@ -91,4 +91,12 @@ bool HasInvalidate(RcOp op) {
   return op == RcOp::kSendLastInv || op == RcOp::kSendOnlyInv;
 }
 
+uint8_t BthOpcode(QpType transport, RcOp op) {
+  // IBA 9.2 table 38: bits 7..5 select the transport.
+  const uint8_t prefix = transport == QpType::kUc   ? 0x20
+                         : transport == QpType::kUd ? 0x60
+                                                    : 0x00;
+  return static_cast<uint8_t>(prefix | (static_cast<uint8_t>(op) & 0x1f));
+}
+
 }  // namespace verbsim::sim

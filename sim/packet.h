@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/types.h"
 
 namespace verbsim::sim {
 
@@ -62,6 +63,9 @@ struct Packet {
   int dst_node = 0;
   uint32_t src_qpn = 0;
   uint32_t dst_qpn = 0;
+  // The transport: the BTH opcode is opcode's low five bits with the RC
+  // (0x00), UC (0x20) or UD (0x60) prefix.
+  QpType transport = QpType::kRc;
   RcOp opcode = RcOp::kSendOnly;
   uint32_t psn = 0;  // 24 bits
   bool ack_req = false;
@@ -75,6 +79,11 @@ struct Packet {
   uint64_t compare = 0;
   // ImmDt, or IETH's rkey for *_INV
   uint32_t imm = 0;
+  // DETH (UD): the Q_Key; the source QP is src_qpn.
+  uint32_t qkey = 0;
+  // GRH fields of a UD datagram (RoCEv2: the IPv4 header's TOS and TTL).
+  uint8_t traffic_class = 0;
+  uint8_t hop_limit = 64;
   // AETH and AtomicAckETH
   uint8_t syndrome = 0;
   uint32_t msn = 0;
@@ -92,6 +101,8 @@ bool IsFirstOrOnly(RcOp op);
 bool IsLastOrOnly(RcOp op);
 bool HasImmediate(RcOp op);
 bool HasInvalidate(RcOp op);
+// The BTH opcode byte of `op` on `transport`.
+uint8_t BthOpcode(QpType transport, RcOp op);
 
 // 24-bit PSN arithmetic (IBA 9.7.1: compare within half the space).
 constexpr uint32_t kPsnMask = 0xffffff;

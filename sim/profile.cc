@@ -64,6 +64,22 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // rxe_resp.c: a message longer than the receive is a class C "invalid
     // request" error, completed with that status on the receiver too.
     p.recv_too_small_status = WcStatus::kRemInvReqErr;
+    // rxe_req.c: a UD message over the MTU is not sent and completes OK.
+    p.ud_oversize_status = WcStatus::kSuccess;
+    // Kernel 6.1 (Debian 12), the rxe the guest runs:
+    // rxe_resp.c copy_data fails a too-small UD or UC receive.
+    p.ud_recv_too_small_status = WcStatus::kLocQpOpErr;
+    p.uc_recv_too_small_status = WcStatus::kLocQpOpErr;
+    // rxe_req.c uses wr.ud.remote_qkey as given.
+    p.honours_controlled_qkey = false;
+    // No rereg_user_mr before 6.5.
+    p.supports_rereg = false;
+    // rxe_mr.c rxe_dereg_mr: EINVAL while windows are bound.
+    p.dereg_bound_mr_errno = EINVAL;
+    // rxe_mw.c rxe_check_bind_mw (6.1) and rxe_invalidate_mw.
+    p.bind_checks_pd = false;
+    p.invalidate_checks_qp = false;
+    p.raises_last_wqe_reached = false;
     return p;
   }
   return Errno(ENOENT, "no sim profile named '%s' (known: %s)", name,

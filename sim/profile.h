@@ -5,6 +5,7 @@
 #ifndef VERBSIM_SIM_PROFILE_H_
 #define VERBSIM_SIM_PROFILE_H_
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,35 @@ struct SimProfile {
   // Requester status when the responder QP lacks the REMOTE_* access flag the
   // opcode needs (NAK invalid request on rxe).
   WcStatus qp_access_denied_status = WcStatus::kRemInvReqErr;
+  // A UD send larger than the path MTU: LOC_LEN_ERR at the requester (what
+  // rdma-unit-test expects of hardware), or kSuccess: not sent, the requester
+  // completes SUCCESS (rxe_req.c, citing C10-93.1.1).
+  WcStatus ud_oversize_status = WcStatus::kLocLenErr;
+  // Status of a LOCAL_INV that names nothing it may invalidate.
+  WcStatus local_inv_error_status = WcStatus::kLocQpOpErr;
+  // IBA 10.2.5: a remote Q_Key with the high bit set means the sending QP's
+  // own Q_Key (rxe uses the value as given).
+  bool honours_controlled_qkey = true;
+  // A UD receive too small for GRH + payload: kSuccess means the datagram is
+  // dropped and the receive stays posted (rdma-unit-test; rxe since 6.12);
+  // otherwise the receive completes with this status and the QP goes to ERR
+  // (rxe 6.1: LOC_QP_OP_ERR).
+  WcStatus ud_recv_too_small_status = WcStatus::kSuccess;
+  // A UC receive too small for the message (the QP goes to ERR).
+  WcStatus uc_recv_too_small_status = WcStatus::kLocLenErr;
+  // ibv_rereg_mr is supported (rxe before 6.5 and siw: EOPNOTSUPP).
+  bool supports_rereg = true;
+  // errno of ibv_dereg_mr while windows are bound to the region.
+  int dereg_bound_mr_errno = EBUSY;
+  // A bind checks that the QP, window and region share the PD (C10-72);
+  // rxe 6.1 checks only the type 2 window's PD against the QP's.
+  bool bind_checks_pd = true;
+  // Invalidation (LOCAL_INV, SEND_WITH_INV) of a type 2 window bound through
+  // another QP fails (rdma-unit-test CrossQpInvalidate); rxe allows it.
+  bool invalidate_checks_qp = true;
+  // IBV_EVENT_QP_LAST_WQE_REACHED when a QP on an SRQ enters ERR (IBA
+  // 11.6.3.2); rxe raises it only since 6.12.
+  bool raises_last_wqe_reached = true;
 };
 
 // The built-in profiles by name; "" means "ibta".

@@ -262,17 +262,61 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
 
 namespace {
 
+// Checks a BIND_MW work request's arguments (ibv_post_send(3),
+// ibv_bind_mw(3)); what depends on the window's state at execution time is
+// checked then (mw.cc) and fails the WR with MW_BIND_ERR.
+absl::Status CheckBindWr(const SendWr& wr, const ResolvedWr& r) {
+  if (r.mw == nullptr) {
+    return Errno(EINVAL, "wr_id %u: BIND_MW without a memory window",
+                 wr.wr_id);
+  }
+  if (r.mw->dead) {
+    return Errno(EINVAL, "wr_id %u: the memory window is deallocated",
+                 wr.wr_id);
+  }
+  // IBA 10.6.7.2: type 1 windows are bound by the Bind Memory Window verb
+  // (ibv_bind_mw), type 2 windows by the work request.
+  if (r.mw->type == MwType::kType1 && !r.bind_verb) {
+    return Errno(EINVAL,
+                 "wr_id %u: BIND_MW work request for a type 1 window "
+                 "(use ibv_bind_mw)",
+                 wr.wr_id);
+  }
+  const MwBindInfo& b = wr.bind_mw.bind_info;
+  if (b.length > 0 && r.bind_mr == nullptr) {
+    return Errno(EINVAL, "wr_id %u: bind of %u bytes without a region",
+                 wr.wr_id, b.length);
+  }
+  if (b.mw_access_flags &
+      ~(kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic |
+        kAccessZeroBased)) {
+    return Errno(EINVAL, "wr_id %u: mw_access_flags 0x%x has bits a window "
+                 "cannot grant", wr.wr_id, b.mw_access_flags);
+  }
+  if (b.mw_access_flags & kAccessZeroBased) {
+    return Errno(EINVAL, "wr_id %u: zero-based windows are not supported",
+                 wr.wr_id);
+  }
+  return absl::OkStatus();
+}
+
 // Checks one send WR against the QP (ibv_post_send(3)); OK or EINVAL naming
 // what is wrong.
-absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr) {
+absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
+                         const ResolvedWr& r) {
   const int op = static_cast<int>(wr.opcode);
   if (op < 0 || op > static_cast<int>(WrOpcode::kSendWithInv)) {
     return Errno(EINVAL, "wr_id %u: opcode %d is not a work request opcode",
                  wr.wr_id, op);
   }
+  // An opcode the transport does not carry is accepted here and fails as it
+  // executes (LOC_QP_OP_ERR, rxe_req.c next_opcode); BIND_MW on UD is
+  // refused at once (rxe provider validate_send_wr).
+  if (qp.type == QpType::kUd && wr.opcode == WrOpcode::kBindMw) {
+    return Errno(EINVAL, "wr_id %u: BIND_MW on a UD QP", wr.wr_id);
+  }
   if (wr.opcode == WrOpcode::kBindMw) {
-    return Errno(EINVAL, "wr_id %u: BIND_MW needs a memory window",
-                 wr.wr_id);
+    if (absl::Status s = CheckBindWr(wr, r); !s.ok()) return s;
   }
   if (wr.send_flags & ~kSendAllKnown) {
     return Errno(EINVAL, "wr_id %u: send_flags 0x%x has unknown bits",
@@ -322,17 +366,35 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr) {
                    wr.wr_id);
     }
   }
-  if (qp.type == QpType::kRc && wr.ud.ah != nullptr) {
-    return Errno(EINVAL, "wr_id %u: an address handle on an RC QP", wr.wr_id);
+  if (qp.type != QpType::kUd && wr.ud.ah != nullptr) {
+    return Errno(EINVAL, "wr_id %u: an address handle on a %s QP", wr.wr_id,
+                 QpTypeName(qp.type));
   }
-  if (qp.type != QpType::kRc) {
-    return Errno(EOPNOTSUPP, "wr_id %u: %s QPs arrive with the UD/UC work",
-                 wr.wr_id, QpTypeName(qp.type));
+  if (qp.type == QpType::kUd) {
+    if (r.ah == nullptr) {
+      return Errno(EINVAL, "wr_id %u: a UD send needs an address handle",
+                   wr.wr_id);
+    }
+    if (r.ah->dead) {
+      return Errno(EINVAL, "wr_id %u: the address handle is destroyed",
+                   wr.wr_id);
+    }
+    if (wr.ud.remote_qpn > kPsnMask) {
+      return Errno(EINVAL, "wr_id %u: remote_qpn 0x%x exceeds 24 bits",
+                   wr.wr_id, wr.ud.remote_qpn);
+    }
+    // A multicast group is addressed with QPN 0xFFFFFF, and only a group is.
+    if ((r.ah->dest_node < 0) != (wr.ud.remote_qpn == kMulticastQpn)) {
+      return Errno(EINVAL,
+                   "wr_id %u: remote_qpn 0x%x does not match the address "
+                   "handle (a multicast group needs 0xffffff)",
+                   wr.wr_id, wr.ud.remote_qpn);
+    }
   }
   return absl::OkStatus();
 }
 
-SendWqe MakeWqe(const QpCore& qp, const SendWr& wr) {
+SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
   SendWqe w;
   w.wr_id = wr.wr_id;
   w.opcode = wr.opcode;
@@ -356,13 +418,27 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr) {
     w.is_inline = true;
     w.data = GatherFrom(w.sges);
   }
+  w.ah = r.ah;
+  w.remote_qpn = wr.ud.remote_qpn;
+  w.remote_qkey = wr.ud.remote_qkey;
+  if (wr.opcode == WrOpcode::kBindMw) {
+    w.mw = r.mw;
+    w.bind_mr = r.bind_mr;
+    w.bind_rkey = wr.bind_mw.rkey;
+    w.bind_addr = wr.bind_mw.bind_info.addr;
+    w.bind_length = wr.bind_mw.bind_info.length;
+    w.bind_access = wr.bind_mw.bind_info.mw_access_flags;
+    w.bind_verb = r.bind_verb;
+  }
   return w;
 }
 
 }  // namespace
 
 absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
+                      absl::Span<const ResolvedWr> resolved,
                       size_t* bad_index) {
+  static const ResolvedWr kNone;
   if (bad_index != nullptr) *bad_index = 0;
   if (qp.dead) return Errno(EINVAL, "qp %u is destroyed", qp.qpn);
   // Posting to the send queue before RTS fails (rxe; the spec leaves RESET,
@@ -374,7 +450,8 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
   for (size_t i = 0; i < wrs.size(); ++i) {
     if (bad_index != nullptr) *bad_index = i;
     const SendWr& wr = wrs[i];
-    absl::Status s = CheckSendWr(qp, wr);
+    const ResolvedWr& r = i < resolved.size() ? resolved[i] : kNone;
+    absl::Status s = CheckSendWr(qp, wr, r);
     if (s.ok() && qp.sq.size() >= qp.cap.max_send_wr) {
       s = Errno(ENOMEM, "qp %u: send queue full (%u WRs)", qp.qpn,
                 qp.cap.max_send_wr);
@@ -385,7 +462,7 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       RequesterRun(qp);
       return s;
     }
-    SendWqe w = MakeWqe(qp, wr);
+    SendWqe w = MakeWqe(qp, wr, r);
     if (qp.state == S::kErr) {
       // Posted in ERR: completes at once, flushed.
       WorkCompletion wc;
@@ -410,6 +487,12 @@ absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
   if (qp.state == S::kReset) {
     return Errno(EINVAL, "qp %u is in RESET: post_recv needs INIT or later",
                  qp.qpn);
+  }
+  if (qp.srq != nullptr) {
+    return Errno(EINVAL,
+                 "qp %u receives from SRQ %u: post to the SRQ "
+                 "(ibv_post_srq_recv)",
+                 qp.qpn, qp.srq->id);
   }
   for (size_t i = 0; i < wrs.size(); ++i) {
     if (bad_index != nullptr) *bad_index = i;

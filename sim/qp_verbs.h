@@ -4,6 +4,7 @@
 #define VERBSIM_SIM_QP_VERBS_H_
 
 #include <cstddef>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -23,7 +24,19 @@ TransitionRule RuleFor(QpType type, verbsim::QpState from,
                        verbsim::QpState to);
 
 absl::Status ModifyQp(QpCore& qp, const QpAttr& attr, uint32_t mask);
+
+// The sim objects a send WR names through public handles, resolved by the
+// caller: its address handle (UD), its window and the region to bind it to
+// (BIND_MW). `bind_verb` marks the WR ibv_bind_mw posts for a type 1 window.
+struct ResolvedWr {
+  std::shared_ptr<AhState> ah;
+  std::shared_ptr<MwState> mw;
+  std::shared_ptr<MrState> bind_mr;
+  bool bind_verb = false;
+};
+// `resolved` is empty or has one entry per WR.
 absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
+                      absl::Span<const ResolvedWr> resolved,
                       size_t* bad_index);
 absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
                       size_t* bad_index);

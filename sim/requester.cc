@@ -120,8 +120,9 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from) {
     p.opcode = is_write ? WriteOpcode(w, i, w.num_psn)
                         : SendOpcode(w, i, w.num_psn);
     p.psn = PsnAdd(w.first_psn, i);
+    p.transport = qp.type;
     const bool last = i + 1 == w.num_psn;
-    p.ack_req = last;
+    p.ack_req = last && qp.type == QpType::kRc;
     p.solicited = last && (w.flags & kSendSolicited) != 0;
     if (is_write && i == 0) {
       p.va = w.remote_addr;
@@ -139,13 +140,12 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from) {
   }
 }
 
-// LOCAL_INV (IBA 10.6.5.1). Memory windows and fast-registered MRs, the
-// objects local invalidate is for, arrive with the memory-window work; an MR
-// from ibv_reg_mr cannot be invalidated, so naming one fails.
-WcStatus ExecuteLocalInvalidate(QpCore& qp, const SendWqe& w) {
-  (void)qp;
-  (void)w;
-  return WcStatus::kLocQpOpErr;
+// BIND_MW and LOCAL_INV run here, at their turn in the send queue
+// (mw.cc).
+WcStatus ExecuteLocalOp(QpCore& qp, SendWqe& w) {
+  return w.opcode == WrOpcode::kBindMw
+             ? ExecuteBind(qp, w)
+             : ExecuteLocalInvalidate(qp, w.invalidate_rkey);
 }
 
 }  // namespace
@@ -165,6 +165,14 @@ void RequesterRun(QpCore& qp) {
       if (IsRdAtomic(w.opcode) && qp.rd_atomic_in_flight >= depth) break;
       if ((w.flags & kSendFence) && qp.rd_atomic_in_flight > 0) break;
       if (w.opcode == WrOpcode::kLocalInv && qp.req_next != 0) break;
+      if (!OpcodeValidOn(qp.type, w.opcode)) {
+        w.status = WcStatus::kLocQpOpErr;
+        w.phase = SendWqe::Phase::kDone;
+        qp.req_halted = true;
+        ++qp.req_next;
+        CompleterRun(qp);
+        return;
+      }
       if (!PrepareWqe(qp, w)) {
         w.phase = SendWqe::Phase::kDone;
         qp.req_halted = true;
@@ -173,13 +181,33 @@ void RequesterRun(QpCore& qp) {
         return;
       }
       if (w.opcode == WrOpcode::kLocalInv || w.opcode == WrOpcode::kBindMw) {
-        w.status = ExecuteLocalInvalidate(qp, w);
+        w.status = ExecuteLocalOp(qp, w);
         w.num_psn = 0;
         w.phase = SendWqe::Phase::kDone;
         if (w.status != WcStatus::kSuccess) qp.req_halted = true;
         ++qp.req_next;
         CompleterRun(qp);
         return;
+      }
+      if (qp.type != QpType::kRc) {
+        // UC and UD: nothing is acknowledged; the WR is complete once its
+        // packets are on the wire (IBA 9.8.3, 9.8.4).
+        if (qp.type == QpType::kUd) {
+          w.status = UdSend(qp, w);
+        } else {
+          w.first_psn = qp.req_psn;
+          w.num_psn = NumPsn(qp, w);
+          SendPackets(qp, w, w.first_psn);
+          qp.req_psn = PsnAdd(w.first_psn, w.num_psn);
+        }
+        w.phase = SendWqe::Phase::kDone;
+        ++qp.req_next;
+        if (w.status != WcStatus::kSuccess) {
+          qp.req_halted = true;
+          CompleterRun(qp);
+          return;
+        }
+        continue;
       }
       w.first_psn = qp.req_psn;
       w.num_psn = NumPsn(qp, w);
@@ -196,6 +224,10 @@ void RequesterRun(QpCore& qp) {
     }
     qp.req_psn = PsnAdd(w.first_psn, w.num_psn);
     ++qp.req_next;
+  }
+  if (qp.type != QpType::kRc) {
+    CompleterRun(qp);
+    return;
   }
   ArmRetryTimer(qp, /*restart=*/false);
 }

@@ -47,27 +47,6 @@ void SendRnrNak(QpCore& qp, uint32_t psn) {
   qp.nak_sent = true;
 }
 
-void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
-                  WcOpcode opcode, uint64_t byte_len, const Packet& p) {
-  WorkCompletion wc;
-  wc.wr_id = r.wr_id;
-  wc.status = status;
-  wc.opcode = opcode;
-  wc.qp_num = qp.qpn;
-  if (status == WcStatus::kSuccess) {
-    wc.byte_len = static_cast<uint32_t>(byte_len);
-    wc.src_qp = p.src_qpn;
-    if (HasImmediate(p.opcode)) {
-      wc.wc_flags |= kWcWithImm;
-      wc.imm_data = p.imm;
-    }
-    if (HasInvalidate(p.opcode)) {
-      wc.wc_flags |= kWcWithInv;
-      wc.invalidated_rkey = p.imm;
-    }
-  }
-  PushCompletion(*qp.recv_cq, wc, p.solicited);
-}
 
 bool Remote(const QpCore& qp, uint32_t flag) {
   return (qp.attr.qp_access_flags & flag) != 0;
@@ -81,18 +60,18 @@ bool RkeyOk(const QpCore& qp, const Packet& p, uint64_t len,
     return true;
   }
   return CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote, qp.pd.get(),
-                     p.va, len, required) == AccessResult::kOk;
+                     p.va, len, required, nullptr, qp.qpn) ==
+         AccessResult::kOk;
 }
 
 void ExecuteSend(QpCore& qp, const Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
   if (IsFirstOrOnly(p.opcode)) {
-    if (qp.rq.empty()) {
+    if (!HasRecv(qp)) {
       SendRnrNak(qp, p.psn);
       return;
     }
-    qp.cur_recv = std::move(qp.rq.front());
-    qp.rq.pop_front();
+    qp.cur_recv = TakeRecv(qp);
     qp.recv_offset = 0;
     qp.in_send = true;
   }
@@ -121,10 +100,10 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
   qp.epsn = PsnAdd(qp.epsn, 1);
   if (IsLastOrOnly(p.opcode)) {
     qp.in_send = false;
-    if (HasInvalidate(p.opcode)) {
-      // Memory windows and fast-registered MRs, what send with invalidate is
-      // for, arrive with the memory-window work; an rkey of an MR from
-      // ibv_reg_mr cannot be invalidated: the request is invalid.
+    if (HasInvalidate(p.opcode) && !InvalidateRemote(qp, p.imm)) {
+      // IBA 10.6.5.2: the rkey must name a type 2 window of this QP's PD
+      // (regions from ibv_reg_mr cannot be invalidated). The receive
+      // completes in error and the sender gets a remote access error.
       CompleteRecv(qp, qp.cur_recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
                    0, p);
       FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
@@ -140,7 +119,7 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
 void ExecuteWrite(QpCore& qp, Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
   // An immediate needs a receive WQE; without one, RNR before anything else.
-  if (HasImmediate(p.opcode) && qp.rq.empty()) {
+  if (HasImmediate(p.opcode) && !HasRecv(qp)) {
     SendRnrNak(qp, p.psn);
     return;
   }
@@ -177,10 +156,7 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
     // The receive completion and the ACK come once the data is in memory.
     const bool with_imm = HasImmediate(p.opcode);
     RecvWqe r;
-    if (with_imm) {
-      r = std::move(qp.rq.front());
-      qp.rq.pop_front();
-    }
+    if (with_imm) r = TakeRecv(qp);
     Packet header = p;
     header.payload.clear();
     const uint64_t write_len = qp.write_len;
@@ -317,6 +293,30 @@ bool IsMiddleOrLast(RcOp op) { return IsRequest(op) && !IsFirstOrOnly(op); }
 
 }  // namespace
 
+void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
+                  WcOpcode opcode, uint64_t byte_len, const Packet& p,
+                  uint32_t extra_flags) {
+  WorkCompletion wc;
+  wc.wr_id = r.wr_id;
+  wc.status = status;
+  wc.opcode = opcode;
+  wc.qp_num = qp.qpn;
+  if (status == WcStatus::kSuccess) {
+    wc.byte_len = static_cast<uint32_t>(byte_len);
+    wc.src_qp = p.src_qpn;
+    wc.wc_flags |= extra_flags;
+    if (HasImmediate(p.opcode)) {
+      wc.wc_flags |= kWcWithImm;
+      wc.imm_data = p.imm;
+    }
+    if (HasInvalidate(p.opcode)) {
+      wc.wc_flags |= kWcWithInv;
+      wc.invalidated_rkey = p.imm;
+    }
+  }
+  PushCompletion(*qp.recv_cq, wc, p.solicited);
+}
+
 void SendAckNow(QpCore& qp, uint32_t psn) {
   SendAck(qp, psn, AckSyndrome());
 }
@@ -324,8 +324,20 @@ void SendAckNow(QpCore& qp, uint32_t psn) {
 void ResponderReceive(QpCore& qp, Packet& p) {
   const auto s = qp.state;
   Fabric* fabric = qp.node->fabric;
-  if (qp.type != QpType::kRc ||
-      !(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
+  if (p.transport != qp.type) {
+    ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "packet of another transport");
+    return;
+  }
+  if (qp.type == QpType::kUd) {
+    UdReceive(qp, p);
+    return;
+  }
+  if (qp.type == QpType::kUc) {
+    UcReceive(qp, p);
+    return;
+  }
+  if (!(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
         s == verbsim::QpState::kSqd)) {
     ++qp.packets_dropped;
     fabric->TracePacket(TraceKind::kDrop, p, "QP cannot receive");

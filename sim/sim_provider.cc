@@ -245,8 +245,9 @@ absl::StatusOr<std::unique_ptr<Listener>> SimProvider::Listen(
   if (absl::Status s = SplitAddress(address, &device, &port); !s.ok()) return s;
   absl::StatusOr<int> index = DeviceIndex(device);
   if (!index.ok()) return index.status();
-  if (attr.qp_type != QpType::kRc) {
-    return Errno(EOPNOTSUPP, "sim connections are RC for now");
+  if (attr.qp_type == QpType::kUd) {
+    return Errno(EOPNOTSUPP,
+                 "sim connections are RC or UC; make UD QPs with CreateQp");
   }
   std::lock_guard<std::mutex> lock(cm_->mu);
   const std::string key(address);
@@ -274,8 +275,9 @@ absl::StatusOr<std::unique_ptr<Endpoint>> SimProvider::Connect(
     if (!chosen.ok()) return chosen.status();
     local = *chosen;
   }
-  if (attr.qp_type != QpType::kRc) {
-    return Errno(EOPNOTSUPP, "sim connections are RC for now");
+  if (attr.qp_type == QpType::kUd) {
+    return Errno(EOPNOTSUPP,
+                 "sim connections are RC or UC; make UD QPs with CreateQp");
   }
   absl::StatusOr<std::unique_ptr<Endpoint>> ep =
       Endpoint::Create(OpenSimContext(fabric_, local), attr);

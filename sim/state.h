@@ -24,6 +24,7 @@ struct QpCore;
 
 struct ContextState {
   Node* node = nullptr;
+  uint32_t id = 0;
   std::deque<AsyncEvent> async_events;
   int pds = 0, cqs = 0, channels = 0;  // live children, for EBUSY
   bool dead = false;
@@ -32,7 +33,7 @@ struct ContextState {
 struct PdState {
   std::shared_ptr<ContextState> context;
   uint32_t id = 0;
-  int mrs = 0, qps = 0, ahs = 0;  // live users, for EBUSY
+  int mrs = 0, qps = 0, ahs = 0, mws = 0, srqs = 0;  // live users, for EBUSY
   bool dead = false;
 };
 
@@ -45,8 +46,30 @@ struct MrState {
   uint32_t lkey = 0;
   uint32_t rkey = 0;
   uint32_t slot = 0;
+  int mws_bound = 0;  // memory windows bound to it: dereg and rereg EBUSY
   bool dead = false;
 };
+
+// A memory window (IBA 10.6.7). Its rkey is 0x80000000 | index << 8 | key:
+// the top bit tells window keys from MR keys, the low 8 bits are the key the
+// consumer owns (ibv_inc_rkey).
+struct MwState {
+  Node* node = nullptr;
+  std::shared_ptr<PdState> pd;
+  MwType type = MwType::kType1;
+  uint32_t index = 0;
+  uint32_t rkey = 0;         // the key the window answers to now
+  uint32_t posted_rkey = 0;  // type 1: the key ibv_bind_mw last gave it
+  // Bound: the window grants `access` to [addr, addr + length) of `mr`.
+  bool bound = false;
+  std::shared_ptr<MrState> mr;
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t qpn = 0;  // type 2: the QP it was bound through, the only user
+  bool dead = false;
+};
+
 
 struct CqState;
 
@@ -78,6 +101,7 @@ struct CqState : std::enable_shared_from_this<CqState> {
 struct AhState {
   std::shared_ptr<PdState> pd;
   AhAttr attr;
+  int dest_node = -1;  // -1 for a multicast group
   bool dead = false;
 };
 
@@ -97,6 +121,19 @@ struct SendWqe {
   uint32_t rkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
+  // UD: where the datagram goes.
+  std::shared_ptr<AhState> ah;
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
+  // BIND_MW: the window, its new rkey and what it is bound to; `bind_verb`
+  // for a type 1 bind made by ibv_bind_mw.
+  std::shared_ptr<MwState> mw;
+  std::shared_ptr<MrState> bind_mr;
+  uint32_t bind_rkey = 0;
+  uint64_t bind_addr = 0;
+  uint64_t bind_length = 0;
+  uint32_t bind_access = 0;
+  bool bind_verb = false;
 
   enum class Phase { kPosted, kInFlight, kDone };
   Phase phase = Phase::kPosted;
@@ -121,6 +158,18 @@ struct RecvWqe {
   uint64_t capacity = 0;
 };
 
+// A shared receive queue (IBA 10.2.9).
+struct SrqState {
+  std::shared_ptr<PdState> pd;
+  uint32_t id = 0;
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  uint32_t limit = 0;  // armed while nonzero
+  std::deque<RecvWqe> wqes;
+  int qps = 0;  // QPs using it, for EBUSY
+  bool dead = false;
+};
+
 // Read and atomic requests the responder executed, kept to answer duplicates
 // (IBA 9.7.5.1.1); an atomic is never executed twice.
 struct RdAtomicResource {
@@ -137,6 +186,7 @@ struct QpCore {
   std::shared_ptr<PdState> pd;
   std::shared_ptr<CqState> send_cq;
   std::shared_ptr<CqState> recv_cq;
+  std::shared_ptr<SrqState> srq;  // receives come from here when set
   QpCap cap;
   bool sq_sig_all = false;
   QpAttr attr;  // the attributes last set
@@ -173,6 +223,7 @@ struct QpCore {
   RecvWqe cur_recv;
   uint64_t recv_offset = 0;
   bool in_write = false;  // inside a multi-packet write
+  bool drop_msg = false;  // UC: the rest of this message is dropped
   uint64_t write_va = 0;
   uint64_t write_left = 0;
   uint64_t write_len = 0;
@@ -194,6 +245,9 @@ struct QpCore {
   uint64_t rnr_naks = 0;       // RNR NAKs received (requester)
   uint64_t naks_received = 0;  // other NAKs received (requester)
   uint64_t naks_sent = 0;      // NAKs of every kind sent (responder)
+  uint64_t no_recv_drops = 0;  // UD/UC messages dropped: no receive posted
+  uint64_t qkey_drops = 0;     // UD datagrams dropped: Q_Key mismatch
+  uint64_t msg_drops = 0;      // UC messages dropped (gap, rkey, access)
 };
 
 }  // namespace verbsim::sim

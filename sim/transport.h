@@ -25,13 +25,60 @@ inline bool IsRdAtomic(WrOpcode op) {
   return op == WrOpcode::kRdmaRead || IsAtomicWr(op);
 }
 
+// The opcodes each transport carries (IBA 9.8.3 / 9.8.4, rxe_opcode.c): UC
+// has no reads, atomics or invalidation, UD sends only.
+inline bool OpcodeValidOn(QpType type, WrOpcode op) {
+  switch (type) {
+    case QpType::kRc:
+      return true;
+    case QpType::kUc:
+      return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm ||
+             op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm ||
+             op == WrOpcode::kBindMw;
+    case QpType::kUd:
+      return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm;
+  }
+  return false;
+}
+
 // Requester: sends what the send queue allows (rd/atomic depth, fences).
 void RequesterRun(QpCore& qp);
 // Requester: go back to `psn` and send again from there (go-back-N).
 void RequesterRewind(QpCore& qp, uint32_t psn);
 
-// Responder: one request packet arrived for `qp`.
+// Responder: one request packet arrived for `qp` (dispatches UC and UD).
 void ResponderReceive(QpCore& qp, Packet& packet);
+// The UD and UC responders (ud.cc, uc.cc).
+void UdReceive(QpCore& qp, Packet& packet);
+void UcReceive(QpCore& qp, Packet& packet);
+// The UD requester: sends datagram `w` (one packet, or one per member of a
+// multicast group); returns the WQE's completion status.
+WcStatus UdSend(QpCore& qp, SendWqe& w);
+
+// Receive WQEs (recv_queue.cc): from the QP's own queue or its SRQ. Taking
+// the last WQEs of an armed SRQ raises IBV_EVENT_SRQ_LIMIT_REACHED once.
+bool HasRecv(const QpCore& qp);
+RecvWqe TakeRecv(QpCore& qp);
+// Gives a WQE back to the front of the queue it came from (a UC message that
+// was dropped part way reuses its receive).
+void ReturnRecv(QpCore& qp, RecvWqe r);
+// Completes a receive WQE; byte_len and the flags only on success.
+void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
+                  WcOpcode opcode, uint64_t byte_len, const Packet& p,
+                  uint32_t extra_flags = 0);
+// Queues an asynchronous event on `context` (ibv_get_async_event(3)).
+void RaiseAsyncEvent(ContextState& context, const AsyncEvent& event);
+
+// Memory windows and invalidation (mw.cc). Each returns the status of the
+// work request: SUCCESS, MW_BIND_ERR for a refused bind, the profile's
+// local-invalidate error for a refused LOCAL_INV.
+WcStatus ExecuteBind(QpCore& qp, SendWqe& w);
+WcStatus ExecuteLocalInvalidate(QpCore& qp, uint32_t rkey);
+// SEND_WITH_INV at the responder: whether `rkey` named a type 2 window of
+// the QP's PD that is now invalidated.
+bool InvalidateRemote(QpCore& qp, uint32_t rkey);
+// Unbinds a window (dealloc, invalidate, zero-length bind).
+void UnbindMw(MwState& mw);
 
 // Completer: one response packet (ACK, NAK, read response, atomic ACK).
 void CompleterReceive(QpCore& qp, Packet& packet);

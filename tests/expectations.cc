@@ -46,6 +46,17 @@ Expectations Rxe() {
   e.send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr,
                                 WcStatus::kRemInvReqErr, WcStatus::kSuccess};
   e.send_inv_bad_rkey_receiver = {WcStatus::kRemInvReqErr};
+  // rxe_req.c: a UD message over the MTU is not sent; the WR succeeds.
+  e.ud_oversize = {WcStatus::kSuccess};
+  // Kernel 6.1 (Debian 12), see sim/profile.cc for the sources.
+  e.ud_recv_too_small_receiver = {WcStatus::kLocQpOpErr};
+  e.uc_recv_too_small_receiver = {WcStatus::kLocQpOpErr};
+  e.honours_controlled_qkey = false;
+  e.raises_last_wqe_reached = false;
+  e.has_rereg = false;
+  e.dereg_bound_mr_errno = EINVAL;
+  e.bind_checks_pd = false;
+  e.invalidate_checks_qp = false;
   return e;
 }
 
@@ -55,6 +66,13 @@ Expectations Siw() {
   e.profile = "siw";
   e.has_atomics = false;
   e.supports_sqd = false;
+  // iWARP has reliable connections only; siw reports max_mw 0 and no
+  // multicast (semantics.md section 9).
+  e.has_ud = false;
+  e.has_uc = false;
+  e.has_mw = false;
+  e.has_multicast = false;
+  e.has_rereg = false;
   return e;
 }
 

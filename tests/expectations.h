@@ -6,6 +6,7 @@
 #ifndef VERBSIM_TESTS_EXPECTATIONS_H_
 #define VERBSIM_TESTS_EXPECTATIONS_H_
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -89,6 +90,39 @@ struct Expectations {
   // receiver's (an empty set: not specified, not checked).
   StatusSet send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr};
   StatusSet send_inv_bad_rkey_receiver = {};
+
+  // --- Transports and queues (semantics.md sections 5, 6) -------------------
+  bool has_ud = true;
+  bool has_uc = true;
+  bool has_srq = true;
+  bool has_mw = true;
+  bool has_multicast = true;
+  // A UD send larger than the path MTU: the requester's status (SUCCESS:
+  // not sent, rxe_req.c citing C10-93.1.1; LOC_LEN_ERR: rdma-unit-test's
+  // expectation of hardware). The receiver sees nothing either way.
+  StatusSet ud_oversize = {WcStatus::kLocLenErr};
+  // A UD receive too small for GRH + payload: the receiver's status, or
+  // empty: the datagram is dropped and the receive stays posted.
+  StatusSet ud_recv_too_small_receiver = {};
+  // A UC receive too small for the message: the receiver's status.
+  StatusSet uc_recv_too_small_receiver = {WcStatus::kLocLenErr};
+  // A remote Q_Key with the high bit set means the sending QP's Q_Key.
+  bool honours_controlled_qkey = true;
+  // An SRQ QP entering ERR raises IBV_EVENT_QP_LAST_WQE_REACHED.
+  bool raises_last_wqe_reached = true;
+
+  // --- Memory windows and re-registration -----------------------------------
+  // A LOCAL_INV that names nothing invalidatable (a type 1 window, an unbound
+  // window, a region from reg_mr, a stale key).
+  StatusSet local_inv_refused = {WcStatus::kLocQpOpErr};
+  // ibv_rereg_mr is supported (it keeps the keys; what they grant changes).
+  bool has_rereg = true;
+  // errno of DeregMr while windows are bound to the region.
+  int dereg_bound_mr_errno = EBUSY;
+  // Bind checks that the QP, window and region share a PD (C10-72), and
+  // invalidation checks the window was bound through the invalidating QP.
+  bool bind_checks_pd = true;
+  bool invalidate_checks_qp = true;
 };
 
 // The entry for a provider spec ("sim", "sim:<profile>", "hw", "hw:<dev>")

@@ -330,5 +330,74 @@ absl::StatusOr<std::unique_ptr<RawQp>> Harness::MakeRawQp(
   return raw;
 }
 
+absl::StatusOr<std::unique_ptr<Side>> Harness::OpenSide(
+    int device_index) const {
+  auto side = std::make_unique<Side>();
+  absl::StatusOr<std::unique_ptr<Context>> context = OpenDevice(device_index);
+  if (!context.ok()) return context.status();
+  side->context = *std::move(context);
+  absl::StatusOr<Gid> gid = side->context->QueryGid(1, 0);
+  if (!gid.ok()) return gid.status();
+  side->gid = *gid;
+  absl::StatusOr<std::unique_ptr<Pd>> pd = side->context->AllocPd();
+  if (!pd.ok()) return pd.status();
+  side->pd = *std::move(pd);
+  absl::StatusOr<std::unique_ptr<Cq>> cq =
+      side->context->CreateCq(1024, nullptr);
+  if (!cq.ok()) return cq.status();
+  side->cq = *std::move(cq);
+  return side;
+}
+
+absl::StatusOr<std::unique_ptr<Qp>> CreateQpOn(Side& side, QpType type,
+                                               const QpCap& cap, Srq* srq,
+                                               bool sq_sig_all) {
+  QpInitAttr init;
+  init.send_cq = side.cq.get();
+  init.recv_cq = side.cq.get();
+  init.srq = srq;
+  init.cap = cap;
+  init.qp_type = type;
+  init.sq_sig_all = sq_sig_all;
+  return side.pd->CreateQp(init);
+}
+
+absl::Status ConnectQps(Qp* a, const Gid& ga, Qp* b, const Gid& gb,
+                        uint32_t access) {
+  EndpointAttr attr;
+  attr.qp_type = a->type();
+  attr.qp_access = access;
+  for (Qp* qp : {a, b}) {
+    if (absl::Status s = ModifyQpToInit(qp, attr); !s.ok()) return s;
+  }
+  if (absl::Status s = ModifyQpToRtr(a, attr, b->qp_num(), gb, 0); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ModifyQpToRtr(b, attr, a->qp_num(), ga, 0); !s.ok()) {
+    return s;
+  }
+  for (Qp* qp : {a, b}) {
+    if (absl::Status s = ModifyQpToRts(qp, attr, 0); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BringUdQpToRts(Qp* qp, uint32_t qkey) {
+  EndpointAttr attr;
+  attr.qp_type = QpType::kUd;
+  attr.qkey = qkey;
+  if (absl::Status s = ModifyQpToInit(qp, attr); !s.ok()) return s;
+  if (absl::Status s = ModifyQpToRtr(qp, attr, 0, Gid{}, 0); !s.ok()) return s;
+  return ModifyQpToRts(qp, attr, 0);
+}
+
+absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid) {
+  AhAttr attr;
+  attr.dgid = dgid;
+  attr.port_num = 1;
+  attr.is_global = true;
+  return pd->CreateAh(attr);
+}
+
 }  // namespace testing
 }  // namespace verbsim

@@ -122,6 +122,34 @@ struct RawQp {
   Gid gid{};
 };
 
+// One device opened by hand: a context, a PD and one CQ (for both queues of
+// the QPs made on it), and the port's GID.
+struct Side {
+  std::unique_ptr<Context> context;
+  std::unique_ptr<Pd> pd;
+  std::unique_ptr<Cq> cq;
+  Gid gid{};
+};
+
+// The Q_Key the suite's UD QPs use (rdma_cm's).
+inline constexpr uint32_t kTestQkey = 0x01234567;
+
+// A QP of `type` on `side` (its PD and CQ), in RESET; `srq` may be null.
+absl::StatusOr<std::unique_ptr<Qp>> CreateQpOn(
+    Side& side, QpType type, const QpCap& cap = {16, 16, 2, 2, 64},
+    Srq* srq = nullptr, bool sq_sig_all = false);
+// Connects RC or UC QPs `a` (on a side with GID `ga`) and `b` to each other,
+// both to RTS with the EndpointAttr defaults and `access` as QP access.
+absl::Status ConnectQps(Qp* a, const Gid& ga, Qp* b, const Gid& gb,
+                        uint32_t access = kAccessLocalWrite |
+                                          kAccessRemoteWrite |
+                                          kAccessRemoteRead |
+                                          kAccessRemoteAtomic);
+// Brings a UD QP from RESET to RTS with Q_Key `qkey`.
+absl::Status BringUdQpToRts(Qp* qp, uint32_t qkey = kTestQkey);
+// An address handle on `pd` to `dgid` (RoCE: global, port 1).
+absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid);
+
 // The attributes and mask of one modify-QP step (semantics.md section 3).
 struct QpStep {
   QpAttr attr;
@@ -174,6 +202,8 @@ class Harness {
   absl::StatusOr<std::unique_ptr<RawQp>> MakeRawQp(
       const QpCap& cap = {16, 16, 2, 2, 0}, int device_index = 0,
       bool sq_sig_all = false) const;
+  // Device `device_index` opened with a PD and a 1024-entry CQ.
+  absl::StatusOr<std::unique_ptr<Side>> OpenSide(int device_index = 0) const;
 
  private:
   std::string spec_;

@@ -1,0 +1,165 @@
+// The UC responder (IBA 9.8.3; kernel rxe rxe_resp.c): PSNs in order as on
+// RC, but nothing is acknowledged. A gap, a bad rkey, a missing QP access
+// right or a missing receive drops the whole message silently; the next
+// FIRST or ONLY packet starts afresh. The requester completes each WR once
+// its packets are sent.
+#include <cstring>
+
+#include "sim/fabric.h"
+#include "sim/sg.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+// Drops the message in progress (and the rest of it); a receive it was
+// filling goes back to its queue for the next message.
+void DropMessage(QpCore& qp, const Packet& p, absl::string_view why) {
+  if (qp.in_send) {
+    qp.in_send = false;
+    ReturnRecv(qp, std::move(qp.cur_recv));
+  }
+  qp.in_write = false;
+  qp.drop_msg = !IsLastOrOnly(p.opcode);
+  ++qp.msg_drops;
+  ++qp.packets_dropped;
+  qp.node->fabric->TracePacket(TraceKind::kDrop, p, why);
+}
+
+// A local error on the receive: completed with `status`, the QP to ERR
+// (IBA 10.7.3.1; rxe class D).
+void FailRecv(QpCore& qp, const RecvWqe& r, WcStatus status, const Packet& p) {
+  qp.in_send = false;
+  CompleteRecv(qp, r, status, WcOpcode::kRecv, 0, p);
+  EnterError(qp);
+}
+
+void ReceiveSend(QpCore& qp, const Packet& p) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  if (IsFirstOrOnly(p.opcode)) {
+    if (!HasRecv(qp)) {
+      ++qp.no_recv_drops;
+      DropMessage(qp, p, "no receive posted");
+      return;
+    }
+    qp.cur_recv = TakeRecv(qp);
+    qp.recv_offset = 0;
+    qp.in_send = true;
+  }
+  const uint64_t len = p.payload.size();
+  if (qp.recv_offset + len > qp.cur_recv.capacity) {
+    FailRecv(qp, qp.cur_recv, profile.uc_recv_too_small_status, p);
+    return;
+  }
+  if (len > 0 && CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges,
+                               qp.recv_offset, len, kAccessLocalWrite) !=
+                     AccessResult::kOk) {
+    FailRecv(qp, qp.cur_recv, profile.recv_access_status, p);
+    return;
+  }
+  ScatterTo(qp.cur_recv.sges, qp.recv_offset, p.payload.data(), len);
+  qp.recv_offset += len;
+  if (IsLastOrOnly(p.opcode)) {
+    qp.in_send = false;
+    CompleteRecv(qp, qp.cur_recv, WcStatus::kSuccess, WcOpcode::kRecv,
+                 qp.recv_offset, p);
+  }
+}
+
+void ReceiveWrite(QpCore& qp, const Packet& p) {
+  if (IsFirstOrOnly(p.opcode)) {
+    if ((qp.attr.qp_access_flags & kAccessRemoteWrite) == 0) {
+      DropMessage(qp, p, "QP lacks REMOTE_WRITE");
+      return;
+    }
+    const uint64_t len = p.dma_len;
+    const bool zero_ok =
+        len == 0 && qp.node->fabric->profile().zero_length_skips_rkey_check;
+    if (!zero_ok && CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote,
+                                qp.pd.get(), p.va, len, kAccessRemoteWrite,
+                                nullptr, qp.qpn) != AccessResult::kOk) {
+      DropMessage(qp, p, "rkey check failed");
+      return;
+    }
+    qp.in_write = true;
+    qp.write_va = p.va;
+    qp.write_left = p.dma_len;
+    qp.write_len = p.dma_len;
+  }
+  const uint64_t len = p.payload.size();
+  if (len > qp.write_left) {
+    DropMessage(qp, p, "write longer than its RETH length");
+    return;
+  }
+  if (HasImmediate(p.opcode) && !HasRecv(qp)) {
+    // The immediate needs a receive; without one the message is dropped.
+    ++qp.no_recv_drops;
+    DropMessage(qp, p, "no receive posted");
+    return;
+  }
+  if (len > 0) std::memcpy(reinterpret_cast<void*>(qp.write_va), p.payload.data(), len);
+  qp.write_va += len;
+  qp.write_left -= len;
+  if (IsLastOrOnly(p.opcode)) {
+    qp.in_write = false;
+    if (HasImmediate(p.opcode)) {
+      RecvWqe r = TakeRecv(qp);
+      CompleteRecv(qp, r, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                   qp.write_len, p);
+    }
+  }
+}
+
+}  // namespace
+
+void UcReceive(QpCore& qp, Packet& p) {
+  Fabric* fabric = qp.node->fabric;
+  const auto s = qp.state;
+  if (!(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
+        s == verbsim::QpState::kSqd)) {
+    ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "QP cannot receive");
+    return;
+  }
+  if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
+    ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "not from the connected QP");
+    return;
+  }
+  if (!IsSend(p.opcode) && !IsWrite(p.opcode)) {
+    ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "opcode not valid on UC");
+    return;
+  }
+  const bool in_order = PsnDiff(p.psn, qp.epsn) == 0;
+  // A new message resynchronises (IBA 9.8.3.2); anything else out of order,
+  // or the rest of a dropped message, is dropped.
+  if (!IsFirstOrOnly(p.opcode) && (!in_order || qp.drop_msg)) {
+    qp.epsn = PsnAdd(p.psn, 1);
+    DropMessage(qp, p, qp.drop_msg ? "rest of a dropped message"
+                                   : "PSN gap: message dropped");
+    return;
+  }
+  if (IsFirstOrOnly(p.opcode)) {
+    qp.drop_msg = false;
+    if (qp.in_send || qp.in_write) {
+      // The previous message lost its end: it is dropped.
+      ++qp.msg_drops;
+      if (qp.in_send) ReturnRecv(qp, std::move(qp.cur_recv));
+      qp.in_send = qp.in_write = false;
+    }
+  } else if (qp.in_send != IsSend(p.opcode) ||
+             qp.in_write != IsWrite(p.opcode)) {
+    qp.epsn = PsnAdd(p.psn, 1);
+    DropMessage(qp, p, "opcode out of sequence");
+    return;
+  }
+  qp.epsn = PsnAdd(p.psn, 1);
+  if (IsSend(p.opcode)) {
+    ReceiveSend(qp, p);
+  } else {
+    ReceiveWrite(qp, p);
+  }
+}
+
+}  // namespace verbsim::sim
