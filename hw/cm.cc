@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -208,7 +210,40 @@ struct CmEvent {
   rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
   int status = 0;
   rdma_cm_id* id = nullptr;
-  rdma_conn_param conn = {};  // without private data
+  rdma_conn_param conn = {};  // private_data points into `private_data`
+  std::string private_data;
+};
+
+// The starting PSNs. rdma_cm picks a random starting PSN for each side and
+// carries it in the IB CM REQ and REP, so EndpointAttr::sq_psn would be
+// ignored. Two verbsim endpoints instead tell each other their sq_psn in the
+// connection's private data, marked so that a peer that is not verbsim
+// (which sends no marker) keeps rdma_cm's PSNs. iWARP has no PSNs.
+constexpr char kPsnMagic[4] = {'V', 'S', 'P', '1'};
+constexpr size_t kPsnDataLen = 8;
+
+std::string EncodePsn(uint32_t psn) {
+  std::string out(kPsnMagic, sizeof(kPsnMagic));
+  const uint32_t be = htonl(psn & 0xffffffu);
+  out.append(reinterpret_cast<const char*>(&be), sizeof(be));
+  return out;
+}
+
+// The peer's sq_psn, or -1 when the private data carries none.
+int64_t DecodePsn(const std::string& data) {
+  if (data.size() < kPsnDataLen ||
+      std::memcmp(data.data(), kPsnMagic, sizeof(kPsnMagic)) != 0) {
+    return -1;
+  }
+  uint32_t be;
+  std::memcpy(&be, data.data() + sizeof(kPsnMagic), sizeof(be));
+  return ntohl(be) & 0xffffffu;
+}
+
+// PSNs that replace rdma_init_qp_attr's; -1 keeps rdma_cm's.
+struct PsnOverride {
+  int64_t sq_psn = -1;
+  int64_t rq_psn = -1;
 };
 
 absl::Status CreateChannel(CmId* cm) {
@@ -240,6 +275,12 @@ absl::StatusOr<CmEvent> NextEvent(rdma_event_channel* channel,
     out.status = event->status;
     out.id = event->id;
     out.conn = event->param.conn;
+    if (event->param.conn.private_data != nullptr &&
+        event->param.conn.private_data_len > 0) {
+      out.private_data.assign(
+          static_cast<const char*>(event->param.conn.private_data),
+          event->param.conn.private_data_len);
+    }
     out.conn.private_data = nullptr;
     out.conn.private_data_len = 0;
     rdma_ack_cm_event(event);
@@ -320,7 +361,8 @@ uint8_t Clamp(int value, int max) {
 // (rdma_init_qp_attr(3)), overriding what EndpointAttr chooses. -1 for
 // `resp_res` / `init_depth` keeps rdma_cm's values.
 absl::Status MoveQp(rdma_cm_id* id, Endpoint& ep, ibv_qp_state state,
-                    int resp_res = -1, int init_depth = -1) {
+                    int resp_res = -1, int init_depth = -1,
+                    const PsnOverride& psn = PsnOverride()) {
   const EndpointAttr& attr = ep.attr();
   const DeviceAttr& dev = ep.context()->device_attr();
   ibv_qp_attr a = {};
@@ -349,6 +391,12 @@ absl::Status MoveQp(rdma_cm_id* id, Endpoint& ep, ibv_qp_state state,
   }
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && init_depth >= 0) {
     a.max_rd_atomic = static_cast<uint8_t>(init_depth);
+  }
+  if ((mask & IBV_QP_SQ_PSN) && psn.sq_psn >= 0) {
+    a.sq_psn = static_cast<uint32_t>(psn.sq_psn);
+  }
+  if ((mask & IBV_QP_RQ_PSN) && psn.rq_psn >= 0) {
+    a.rq_psn = static_cast<uint32_t>(psn.rq_psn);
   }
   return ModifyRawQp(ep.qp(), &a, mask, "rdma_cm");
 }
@@ -404,7 +452,7 @@ class CmConnection final : public Endpoint::Connection {
         case RDMA_CM_EVENT_CONNECT_RESPONSE:
           // IB/RoCE active side with an external QP: librdmacm leaves RTR,
           // RTS and the RTU (rdma_establish) to us.
-          if (absl::Status s = CompleteActive(); !s.ok()) {
+          if (absl::Status s = CompleteActive(*event); !s.ok()) {
             failed_ = s;
             return s;
           }
@@ -426,9 +474,13 @@ class CmConnection final : public Endpoint::Connection {
   }
 
  private:
-  absl::Status CompleteActive() {
-    absl::Status s = MoveQp(cm_->id, *ep_, IBV_QPS_RTR);
-    if (s.ok()) s = MoveQp(cm_->id, *ep_, IBV_QPS_RTS);
+  absl::Status CompleteActive(const CmEvent& response) {
+    // A verbsim peer answered with its sq_psn: it took ours from the REQ.
+    PsnOverride psn;
+    psn.rq_psn = DecodePsn(response.private_data);
+    if (psn.rq_psn >= 0) psn.sq_psn = ep_->attr().sq_psn & 0xffffffu;
+    absl::Status s = MoveQp(cm_->id, *ep_, IBV_QPS_RTR, -1, -1, psn);
+    if (s.ok()) s = MoveQp(cm_->id, *ep_, IBV_QPS_RTS, -1, -1, psn);
     if (s.ok() && rdma_establish(cm_->id) != 0) {
       s = SysError(errno, "rdma_establish");
     }
@@ -499,6 +551,7 @@ class CmListener final : public Listener {
     param.qp_num = e.qp()->qp_num();
     param.rnr_retry_count = Clamp(attr_.rnr_retry, 7);
     param.flow_control = 1;
+    std::string reply_data;  // outlives rdma_accept
     bool established = false;
     if (attr_.qp_type == QpType::kUd) {
       if (absl::Status s = ReadyUd(conn->id, e); !s.ok()) return s;
@@ -515,8 +568,20 @@ class CmListener final : public Listener {
       param.initiator_depth = static_cast<uint8_t>(init_depth);
       absl::Status s = MoveQp(conn->id, e, IBV_QPS_INIT);
       if (s.ok() && !IsIwarp(conn->id)) {
-        s = MoveQp(conn->id, e, IBV_QPS_RTR, resp_res, init_depth);
-        if (s.ok()) s = MoveQp(conn->id, e, IBV_QPS_RTS, resp_res, init_depth);
+        // A verbsim peer sent its sq_psn: receive from there, and send from
+        // our own attr.sq_psn, which the REP tells it.
+        PsnOverride psn;
+        psn.rq_psn = DecodePsn(request.private_data);
+        if (psn.rq_psn >= 0) {
+          psn.sq_psn = attr_.sq_psn & 0xffffffu;
+          reply_data = EncodePsn(attr_.sq_psn);
+          param.private_data = reply_data.data();
+          param.private_data_len = static_cast<uint8_t>(reply_data.size());
+        }
+        s = MoveQp(conn->id, e, IBV_QPS_RTR, resp_res, init_depth, psn);
+        if (s.ok()) {
+          s = MoveQp(conn->id, e, IBV_QPS_RTS, resp_res, init_depth, psn);
+        }
       }
       if (!s.ok()) return s;
     }
@@ -607,6 +672,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> CmConnect(absl::string_view address,
   const DeviceAttr& dev = e.context()->device_attr();
   rdma_conn_param param = {};
   param.qp_num = e.qp()->qp_num();
+  std::string request_data;  // outlives rdma_connect
   if (attr.qp_type == QpType::kUd) {
     if (absl::Status s = ReadyUd(cm->id, e); !s.ok()) return s;
   } else {
@@ -617,6 +683,11 @@ absl::StatusOr<std::unique_ptr<Endpoint>> CmConnect(absl::string_view address,
     param.retry_count = Clamp(attr.retry_cnt, 7);
     param.rnr_retry_count = Clamp(attr.rnr_retry, 7);
     param.flow_control = 1;
+    if (!IsIwarp(cm->id)) {
+      request_data = EncodePsn(attr.sq_psn);
+      param.private_data = request_data.data();
+      param.private_data_len = static_cast<uint8_t>(request_data.size());
+    }
   }
   if (rdma_connect(cm->id, &param) != 0) {
     return SysError(errno, absl::StrFormat("rdma_connect(%s)", address));

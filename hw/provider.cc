@@ -1,6 +1,8 @@
 // The "hw" provider: real RDMA devices through rdma-core (libibverbs for the
 // verbs objects, librdmacm for connections). Spec "hw" uses the first device
-// where one must be chosen; "hw:<device>" names it.
+// where one must be chosen and lists them all; "hw:<device>" names it and
+// lists it first, followed only by the other devices of its kind (rxe1 for
+// rxe0), so that a test needing two devices gets two of one provider.
 //
 // Environment: VERBSIM_HW_ADDRESS ("ip" or "ip:port") replaces the address
 // LoopbackAddress() derives from the device.
@@ -35,7 +37,8 @@ class HwProvider final : public Provider {
   }
 
   absl::StatusOr<std::vector<std::string>> ListDevices() override {
-    return DeviceNames();
+    if (device_.empty()) return DeviceNames();
+    return DevicesLike(device_);
   }
 
   absl::StatusOr<std::unique_ptr<Context>> Open(

@@ -364,6 +364,13 @@ class HwCq final : public Cq {
   ~HwCq() override { Release(); }
   absl::Status Destroy() override {
     if (res_ == nullptr) return Dead("cq");
+    // Every QP on this CQ holds its CqRes. Refuse here rather than let
+    // ibv_destroy_cq find out: libsiw (rdma-core providers/siw/siw.c,
+    // siw_destroy_cq) unmaps the CQ ring before the kernel refuses with
+    // EBUSY, and the CQ's next poll then crashes.
+    if (res_.use_count() > 1) {
+      return Errno(EBUSY, "destroy cq %u: QPs still use it", res_->cq->handle);
+    }
     res_->AckAll();
     int ret = ibv_destroy_cq(res_->cq);
     if (ret != 0) {
@@ -1294,6 +1301,58 @@ absl::StatusOr<std::vector<std::string>> DeviceNames() {
   }
   if (list != nullptr) ibv_free_device_list(list);
   return names;
+}
+
+absl::StatusOr<std::vector<std::string>> DevicesLike(absl::string_view name) {
+  ibv_device** list = nullptr;
+  absl::StatusOr<std::vector<ibv_device*>> devices = DeviceList(&list);
+  if (!devices.ok()) return devices.status();
+  // What tells two devices of one driver apart from others: the transport
+  // and the vendor and part ids (ibv_query_device needs an open context).
+  struct Kind {
+    int transport = -1;
+    uint32_t vendor_id = 0;
+    uint32_t vendor_part_id = 0;
+    bool known = false;
+    bool operator==(const Kind& o) const {
+      return known && o.known && transport == o.transport &&
+             vendor_id == o.vendor_id && vendor_part_id == o.vendor_part_id;
+    }
+  };
+  auto kind_of = [](ibv_device* device) {
+    Kind kind;
+    kind.transport = static_cast<int>(device->transport_type);
+    ibv_context* ctx = ibv_open_device(device);
+    if (ctx == nullptr) return kind;
+    ibv_device_attr attr = {};
+    if (ibv_query_device(ctx, &attr) == 0) {
+      kind.vendor_id = attr.vendor_id;
+      kind.vendor_part_id = attr.vendor_part_id;
+      kind.known = true;
+    }
+    ibv_close_device(ctx);
+    return kind;
+  };
+  std::vector<std::string> names;
+  ibv_device* chosen = nullptr;
+  for (ibv_device* device : *devices) {
+    names.push_back(ibv_get_device_name(device));
+    if (names.back() == name) chosen = device;
+  }
+  if (chosen == nullptr) {
+    if (list != nullptr) ibv_free_device_list(list);
+    return Errno(ENODEV, "no RDMA device named '%s' (%s)", name,
+                 names.empty() ? std::string("this machine has none")
+                               : "devices: " + absl::StrJoin(names, ", "));
+  }
+  const Kind want = kind_of(chosen);
+  std::vector<std::string> out = {std::string(name)};
+  for (ibv_device* device : *devices) {
+    if (device == chosen) continue;
+    if (kind_of(device) == want) out.push_back(ibv_get_device_name(device));
+  }
+  ibv_free_device_list(list);
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<Context>> OpenDevice(absl::string_view name) {

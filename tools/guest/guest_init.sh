@@ -61,12 +61,18 @@ for conf in all default lo "${rxe_a}" "${rxe_b}" "${siw_a}" "${siw_b}"; do
   echo 1 >"/proc/sys/net/ipv4/conf/${conf}/accept_local"
   echo 0 >"/proc/sys/net/ipv4/conf/${conf}/rp_filter"
 done
+# Jumbo frames, as RoCE deployments use, so that the path MTU rdma_cm derives
+# from the netdev's is 4096 rather than 1024 (from 1500 bytes).
 # Policy routes: traffic from one address of a pair to the other leaves by its
 # own link (the local table, which would loop it back over lo, comes later).
 # "iif lo" limits the rules to locally sent packets, so the arriving packet
 # is still delivered locally.
 ip -batch - <<EOF || infra "ip -batch (links, addresses, routes) failed"
 link set lo up
+link set ${rxe_a} mtu 9000
+link set ${rxe_b} mtu 9000
+link set ${siw_a} mtu 9000
+link set ${siw_b} mtu 9000
 link set ${rxe_a} up
 link set ${rxe_b} up
 link set ${siw_a} up
