@@ -1,0 +1,45 @@
+#!/bin/bash
+# Runs inside the rdma_guest.sh guest (run_conformance.sh starts it): for
+# every provider spec, the hw provider's own test and the conformance suite,
+# with gtest XML and the full output under $VERBSIM_GUEST_OUT/<device>/.
+#
+#   conformance_guest.sh BAZEL_BIN SPEC...      e.g. ... hw:rxe0 hw:siw0
+#
+# Exit status: 0 when every binary ran to its end (whatever its tests
+# said: the XML tells), 1 when one crashed, hung or wrote no XML, 125 when a
+# provider's device is not there.
+set -u
+bin="$1"
+shift
+per_binary_timeout="${VERBSIM_GUEST_TEST_TIMEOUT:-600}"
+status=0
+
+for spec in "$@"; do
+  device="${spec#hw:}"
+  dir="${VERBSIM_GUEST_OUT}/${device}"
+  mkdir -p "${dir}"
+  if ! ibv_devinfo -d "${device}" >"${dir}/ibv_devinfo.txt" 2>&1; then
+    echo "conformance_guest: ${spec}: device ${device} is not there" >&2
+    cat "${dir}/ibv_devinfo.txt" >&2
+    exit 125
+  fi
+  ibv_devinfo -v -d "${device}" >"${dir}/ibv_devinfo.txt" 2>&1
+  for test in hw/hw_test tests/conformance_test; do
+    name="$(basename "${test}")"
+    rm -f "${dir}/${name}.xml"
+    start="$(date +%s)"
+    VERBSIM_PROVIDER="${spec}" timeout --kill-after=10 "${per_binary_timeout}" \
+      "${bin}/${test}" --gtest_output="xml:${dir}/${name}.xml" \
+      >"${dir}/${name}.log" 2>&1
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    if [[ ! -s "${dir}/${name}.xml" ]]; then
+      echo "conformance_guest: ${spec} ${name}: no XML (exit ${rc} after ${took} s); last lines:" >&2
+      tail -n 15 "${dir}/${name}.log" >&2
+      status=1
+    else
+      echo "conformance_guest: ${spec} ${name}: exit ${rc} after ${took} s"
+    fi
+  done
+done
+exit "${status}"
