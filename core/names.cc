@@ -184,6 +184,11 @@ std::ostream& operator<<(std::ostream& os, WcOpcode v) {
 std::ostream& operator<<(std::ostream& os, WrOpcode v) {
   return os << WrOpcodeName(v);
 }
+std::ostream& operator<<(std::ostream& os, MwType v) {
+  return os << (v == MwType::kType1   ? "TYPE_1"
+                : v == MwType::kType2 ? "TYPE_2"
+                                      : "TYPE_?");
+}
 std::ostream& operator<<(std::ostream& os, QpState v) {
   return os << QpStateName(v);
 }

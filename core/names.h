@@ -30,6 +30,7 @@ std::ostream& operator<<(std::ostream& os, WcOpcode v);
 std::ostream& operator<<(std::ostream& os, WrOpcode v);
 std::ostream& operator<<(std::ostream& os, QpState v);
 std::ostream& operator<<(std::ostream& os, QpType v);
+std::ostream& operator<<(std::ostream& os, MwType v);
 std::ostream& operator<<(std::ostream& os, AsyncEventType v);
 std::ostream& operator<<(std::ostream& os, const WorkCompletion& wc);
 
