@@ -129,6 +129,13 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
     *lost = "node down";
     return false;
   }
+  auto port_down = [&](int n) {
+    return n >= 0 && n < num_nodes() && nodes_[n]->port_down;
+  };
+  if (port_down(p.src_node) || port_down(p.dst_node)) {
+    *lost = "port down";
+    return false;
+  }
   for (const LinkDown& l : faults_.links) {
     const bool on_link = (p.src_node == l.a && p.dst_node == l.b) ||
                          (p.src_node == l.b && p.dst_node == l.a);
@@ -489,6 +496,25 @@ void Fabric::ForceCqOverflow(const CqOverflow& o) {
                              : "fault: send CQ overflows (cqoverflow)");
   OverflowCq(cq);
   cv_.notify_all();
+}
+
+absl::Status Fabric::SetPortState(int node, bool up) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (node < 0 || node >= num_nodes()) {
+    return Errno(EINVAL, "no node %d (the fabric has %d)", node, num_nodes());
+  }
+  Node& n = *nodes_[node];
+  if (n.port_down == !up) return absl::OkStatus();
+  n.port_down = !up;
+  RecordLocalFault(node, 0, up ? "port up" : "port down");
+  AsyncEvent ev;
+  ev.type = up ? AsyncEventType::kPortActive : AsyncEventType::kPortErr;
+  ev.port_num = 1;
+  for (const std::weak_ptr<ContextState>& w : n.contexts) {
+    if (std::shared_ptr<ContextState> c = w.lock()) RaiseAsyncEvent(*c, ev);
+  }
+  cv_.notify_all();
+  return absl::OkStatus();
 }
 
 void Fabric::CrashNode(int node) {

@@ -46,6 +46,9 @@ struct Node {
   uint32_t next_id = 1;    // PD / CQ ids
   int live_qps = 0, live_pds = 0, live_cqs = 0;
   bool crashed = false;  // a NodeCrash fault took its HCA away
+  bool port_down = false;  // Fabric::SetPortState took port 1 down
+  // Open contexts, for asynchronous port events.
+  std::vector<std::weak_ptr<ContextState>> contexts;
   // Counters.
   uint64_t packets_sent = 0;
   uint64_t packets_received = 0;
@@ -134,6 +137,10 @@ class Fabric {
   // Gives the link between nodes a and b (both directions) its own model;
   // EINVAL for an unknown node or a model out of range.
   absl::Status SetLink(int a, int b, const LinkModel& model);
+  // Takes port 1 of `node` down (its packets are lost both ways, QueryPort
+  // says DOWN, every open context gets IBV_EVENT_PORT_ERR) or up again
+  // (IBV_EVENT_PORT_ACTIVE). EINVAL for an unknown node.
+  absl::Status SetPortState(int node, bool up);
   LinkModel GetLink(int a, int b);
   // Adds fault rules (text form of sim/faults.h); EINVAL naming the column of
   // a bad rule, with nothing added.

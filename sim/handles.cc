@@ -1,5 +1,6 @@
 #include "sim/handles.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -934,6 +935,14 @@ class SimContext : public Context {
     st_->node = node;
     attr_ = fabric_->profile().device;
     attr_.name = node->name;
+    Lock lock(*fabric_);
+    auto& list = node->contexts;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [](const std::weak_ptr<ContextState>& w) {
+                                return w.expired();
+                              }),
+               list.end());
+    list.push_back(st_);
   }
   ~SimContext() override {
     Lock lock(*fabric_);
@@ -956,7 +965,9 @@ class SimContext : public Context {
     if (port_num != 1) {
       return Errno(EINVAL, "port %d: %s has port 1 only", port_num, attr_.name);
     }
-    return fabric_->profile().port;
+    PortAttr port = fabric_->profile().port;
+    if (st_->node->port_down) port.state = 1;  // IBV_PORT_DOWN
+    return port;
   }
   absl::StatusOr<Gid> QueryGid(uint8_t port_num, int index) const override {
     Lock lock(*fabric_);
