@@ -20,8 +20,9 @@ void DropMessage(QpCore& qp, const Packet& p, absl::string_view why) {
     ReturnRecv(qp, std::move(qp.cur_recv));
   }
   qp.in_write = false;
+  // A message counts once, however many of its packets are dropped.
+  if (!qp.drop_msg) ++qp.msg_drops;
   qp.drop_msg = !IsLastOrOnly(p.opcode);
-  ++qp.msg_drops;
   ++qp.packets_dropped;
   qp.node->fabric->TracePacket(TraceKind::kDrop, p, why);
 }
