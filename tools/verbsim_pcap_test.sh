@@ -2,7 +2,8 @@
 # The pcap of every tour scenario, as tshark decodes it: the sequence of
 # (BTH opcode, PSN) equals the sim's own list of packets sent, no packet is
 # malformed and no checksum is bad; an independent ICRC check (Python's
-# zlib CRC-32) agrees with every frame's ICRC. Skips if tshark is missing.
+# zlib CRC-32) agrees with every frame's ICRC. UD packets carry a DETH (Q_Key,
+# source QP), UC packets the UC opcodes. Skips if tshark is missing.
 set -euo pipefail
 
 verbsim="tools/verbsim"
@@ -96,6 +97,65 @@ for f in docs/scenarios/*.scenario; do
     --packets="${tmp}/${name}.list" >/dev/null
   check "${name}" "${tmp}/${name}.pcap" "${tmp}/${name}.list"
 done
+# UD: the BTH opcode has the UD prefix (SEND_ONLY 100, with immediate 101),
+# a DETH follows with the Q_Key the sender named and the source QP, an ImmDt
+# after it for send with immediate; no RETH, no AETH.
+tshark_ "${tmp}/11-ud-grh.pcap" -Y infiniband -E occurrence=f -T fields \
+  -e infiniband.bth.opcode -e infiniband.deth.q_key -e infiniband.deth.srcqp \
+  -e infiniband.immdt -e infiniband.reth -e infiniband.aeth |
+  tr '\t' '|' >"${tmp}/ud.fields"
+cat >"${tmp}/ud.want" <<'EOF2'
+100|0x0000000000001111|0x00000011|||
+100|0x0000000000002222|0x00000011|||
+101|0x0000000000001111|0x00000011|00000007||
+EOF2
+if diff -u "${tmp}/ud.want" "${tmp}/ud.fields"; then
+  echo "ok UD headers: DETH Q_Keys, source QP, ImmDt"
+else
+  echo "FAIL UD headers as tshark decodes them"
+  fail=1
+fi
+# UC: the UC prefix (0x20) on the RC operations it has, a RETH on the first
+# packet of a write, ImmDt; no AETH (nothing is acknowledged).
+cat >"${tmp}/uc.scenario" <<'EOF2'
+endpoint a sim0 type=uc
+endpoint b sim1 type=uc
+connect a b
+mr src a 3000
+fill src byte=7
+mr dst b 3000 access=LOCAL_WRITE|REMOTE_WRITE
+mr inbox b 64
+post write a wr=1 mr=src remote=dst
+wait a send
+post recv b wr=2 mr=inbox
+post send a wr=3 mr=src len=20 imm=5
+wait b recv
+expect completion SUCCESS wr=2 len=20 imm=5
+post recv b wr=5 mr=inbox
+post write a wr=4 mr=src len=8 remote=dst imm=6
+wait b recv
+expect completion SUCCESS wr=5 opcode=RECV_RDMA_WITH_IMM imm=6
+EOF2
+"${verbsim}" run "${tmp}/uc.scenario" --quiet --pcap="${tmp}/uc.pcap" \
+  --packets="${tmp}/uc.list" >/dev/null
+check uc "${tmp}/uc.pcap" "${tmp}/uc.list"
+tshark_ "${tmp}/uc.pcap" -Y infiniband -E occurrence=f -T fields \
+  -e infiniband.bth.opcode -e infiniband.reth.dmalen -e infiniband.immdt \
+  -e infiniband.aeth | tr '\t' '|' >"${tmp}/uc.fields"
+cat >"${tmp}/uc.want" <<'EOF2'
+38|3000||
+39|||
+40|||
+37||00000005|
+43|8|00000006|
+EOF2
+if diff -u "${tmp}/uc.want" "${tmp}/uc.fields"; then
+  echo "ok UC headers: opcodes, RETH, ImmDt"
+else
+  echo "FAIL UC headers as tshark decodes them"
+  fail=1
+fi
+
 # The whole tour in one capture, and a run with faults from the command line.
 "${verbsim}" tour --quiet --pcap="${tmp}/tour.pcap" \
   --packets="${tmp}/tour.list" >/dev/null

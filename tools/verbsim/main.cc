@@ -250,7 +250,15 @@ bool WriteOutputs(const Options& o, const std::vector<Step>& steps) {
         // Fault notes on a transmit record are annotations of a packet
         // already listed (dup, delay, ...), not packets of their own.
         if (r.kind == sim::TraceKind::kTransmit && r.note.empty()) {
-          absl::StrAppend(&text, r.opcode, " ", r.psn, "\n");
+          // The BTH opcode byte: the transport's prefix (UC 0x20, UD 0x60)
+          // and the operation.
+          auto t = s.result.transports.find({r.node, r.qpn});
+          const QpType transport =
+              t == s.result.transports.end() ? QpType::kRc : t->second;
+          absl::StrAppend(&text,
+                          sim::BthOpcode(transport,
+                                         static_cast<sim::RcOp>(r.opcode)),
+                          " ", r.psn, "\n");
         }
       }
     }
@@ -351,13 +359,6 @@ int Tour(const Options& o) {
     if (!RunAndPrint(number, steps[i], o)) return kExitFailed;
     failures += steps[i].result.failures;
     offset += steps[i].result.end_ns + 1'000'000;  // 1 ms between steps
-  }
-  if (!o.quiet && o.step == 0) {
-    std::printf("%s", Wrap(
-        "Not in the tour yet: UD with its GRH, and a memory window "
-        "invalidated under a reader. The verbs API has neither UD "
-        "scenarios nor memory windows yet.",
-        kWidth, "", "").c_str());
   }
   if (!WriteOutputs(o, steps)) return kExitFailed;
   return failures > 0 ? kExitFailed : kExitOk;

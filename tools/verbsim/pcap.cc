@@ -71,13 +71,20 @@ void PutMac(std::vector<uint8_t>& b, int node) {
   Put32(b, ip);
 }
 
-// Which extended headers follow the BTH (IBA 9.2, table of RC opcodes).
+// Which extended headers follow the BTH (IBA 9.2, table 38). UC uses the RC
+// opcodes it has with the same headers; UD has SEND_ONLY and
+// SEND_ONLY_WITH_IMMEDIATE only, each with a DETH and no RETH or AETH.
 struct Headers {
-  bool reth = false, aeth = false, atomic_eth = false, atomic_ack = false,
-       immdt = false, ieth = false;
+  bool deth = false, reth = false, aeth = false, atomic_eth = false,
+       atomic_ack = false, immdt = false, ieth = false;
 };
-Headers HeadersOf(RcOp op) {
+Headers HeadersOf(QpType transport, RcOp op) {
   Headers h;
+  if (transport == QpType::kUd) {
+    h.deth = true;
+    h.immdt = op == RcOp::kSendOnlyImm;
+    return h;
+  }
   switch (op) {
     case RcOp::kSendLastImm:
     case RcOp::kSendOnlyImm:
@@ -136,18 +143,24 @@ uint32_t NodeIpv4(int node) {
 }
 
 std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id) {
-  const Headers h = HeadersOf(p.opcode);
+  const Headers h = HeadersOf(p.transport, p.opcode);
   std::vector<uint8_t> ib;  // BTH .. payload, pad
   const size_t pad = (4 - p.payload.size() % 4) % 4;
   // BTH (IBA 9.2): opcode; SE, M, PadCnt, TVer; P_Key; resv8a; DestQP;
   // AckReq and resv7; PSN.
-  Put8(ib, static_cast<uint8_t>(p.opcode));
+  Put8(ib, sim::BthOpcode(p.transport, p.opcode));
   Put8(ib, static_cast<uint8_t>((p.solicited ? 0x80 : 0) | (pad << 4)));
   Put16(ib, 0xffff);  // default P_Key
   Put8(ib, 0);
   Put24(ib, p.dst_qpn & 0xffffff);
   Put8(ib, p.ack_req ? 0x80 : 0);
   Put24(ib, p.psn & 0xffffff);
+  if (h.deth) {
+    // DETH (IBA 9.3.3): Q_Key; 8 reserved bits; the source QP.
+    Put32(ib, p.qkey);
+    Put8(ib, 0);
+    Put24(ib, p.src_qpn & 0xffffff);
+  }
   if (h.reth) {
     Put64(ib, p.va);
     Put32(ib, p.rkey);
@@ -176,11 +189,11 @@ std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id) {
   const size_t ip = f.size();
   const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + ib.size() + 4);
   Put8(f, 0x45);
-  Put8(f, 0);  // DSCP/ECN
+  Put8(f, p.traffic_class);  // DSCP/ECN: a UD AH's traffic class
   Put16(f, static_cast<uint16_t>(kIpLen + udp_len));
   Put16(f, ip_id);
   Put16(f, 0x4000);  // don't fragment
-  Put8(f, 64);       // TTL
+  Put8(f, p.hop_limit);  // TTL: a UD AH's hop limit (64 otherwise)
   Put8(f, 17);       // UDP
   Put16(f, 0);       // checksum, below
   Put32(f, NodeIpv4(p.src_node));

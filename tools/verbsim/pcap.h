@@ -1,7 +1,8 @@
 // RoCEv2 packet captures of the sim's packets: each packet becomes an
 // Ethernet / IPv4 / UDP (port 4791) frame carrying the InfiniBand transport
-// headers (BTH and the extended headers of its opcode), the payload, the pad
-// and a valid ICRC, in a pcap file with nanosecond timestamps.
+// headers (BTH with the opcode byte of its transport, RC, UC or UD, and the
+// extended headers of its opcode: DETH for UD), the payload, the pad and a
+// valid ICRC, in a pcap file with nanosecond timestamps.
 #ifndef VERBSIM_TOOLS_VERBSIM_PCAP_H_
 #define VERBSIM_TOOLS_VERBSIM_PCAP_H_
 

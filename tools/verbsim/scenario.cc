@@ -136,6 +136,7 @@ bool ParseAccess(absl::string_view s, uint32_t* out) {
     else if (part == "REMOTE_WRITE") v |= kAccessRemoteWrite;
     else if (part == "REMOTE_READ") v |= kAccessRemoteRead;
     else if (part == "REMOTE_ATOMIC") v |= kAccessRemoteAtomic;
+    else if (part == "MW_BIND") v |= kAccessMwBind;
     else return false;
   }
   *out = v;
@@ -162,8 +163,8 @@ std::optional<QpState> StateByName(absl::string_view s) {
 
 const WcOpcode kWcOpcodes[] = {
     WcOpcode::kSend,     WcOpcode::kRdmaWrite, WcOpcode::kRdmaRead,
-    WcOpcode::kCompSwap, WcOpcode::kFetchAdd,  WcOpcode::kRecv,
-    WcOpcode::kRecvRdmaWithImm};
+    WcOpcode::kCompSwap, WcOpcode::kFetchAdd,  WcOpcode::kBindMw,
+    WcOpcode::kLocalInv, WcOpcode::kRecv,      WcOpcode::kRecvRdmaWithImm};
 
 std::optional<WcOpcode> WcOpcodeByName(absl::string_view s) {
   for (WcOpcode op : kWcOpcodes) {
@@ -176,6 +177,31 @@ std::string WcOpcodeChoices() {
   std::vector<std::string> v;
   for (WcOpcode op : kWcOpcodes) v.emplace_back(WcOpcodeName(op));
   return absl::StrJoin(v, ", ");
+}
+
+// Completion flags: GRH|WITH_IMM|WITH_INV, or none.
+bool ParseWcFlags(absl::string_view s, uint32_t* out) {
+  uint32_t v = 0;
+  if (s == "none" || s == "0") {
+    *out = 0;
+    return true;
+  }
+  for (absl::string_view part : absl::StrSplit(s, absl::ByAnyChar("|,"))) {
+    if (part == "GRH") v |= kWcGrh;
+    else if (part == "WITH_IMM") v |= kWcWithImm;
+    else if (part == "WITH_INV") v |= kWcWithInv;
+    else return false;
+  }
+  *out = v;
+  return true;
+}
+
+std::string WcFlagsText(uint32_t f) {
+  std::vector<std::string> v;
+  if (f & kWcGrh) v.push_back("GRH");
+  if (f & kWcWithImm) v.push_back("WITH_IMM");
+  if (f & kWcWithInv) v.push_back("WITH_INV");
+  return v.empty() ? "none" : absl::StrJoin(v, "|");
 }
 
 bool IsName(absl::string_view s) {
@@ -211,6 +237,24 @@ enum class ValueKind {
   kMr,      // an MR name
   kWcOpcode,
   kFlag,    // a word without a value
+  kQpType,  // rc, uc, ud
+  kRkey,    // a number, or a memory window's name (its rkey then)
+  kQpn,     // a number, or an endpoint's name (its QP number then)
+  kAh,      // an address handle name
+  kDevice,  // sim0, sim1, ...
+  kWcFlags, // GRH|WITH_IMM|WITH_INV, or none
+};
+
+// The names a scenario has defined so far, and what they are.
+struct Names {
+  std::set<std::string> eps;
+  std::map<std::string, uint64_t> mrs;         // MR: its size
+  std::map<std::string, std::string> ep_type;  // endpoint: rc, uc or ud
+  std::set<std::string> ahs;
+  std::map<std::string, int> mws;              // window: its type
+  bool Taken(const std::string& n) const {
+    return eps.count(n) || mrs.count(n) || ahs.count(n) || mws.count(n);
+  }
 };
 
 struct KeySpec {
@@ -221,9 +265,13 @@ struct KeySpec {
 
 class Checker {
  public:
-  Checker(absl::string_view file, const Command& c, int nodes,
-          std::set<std::string>* eps, std::map<std::string, uint64_t>* mrs)
-      : file_(file), c_(c), nodes_(nodes), eps_(eps), mrs_(mrs) {}
+  Checker(absl::string_view file, const Command& c, int nodes, Names* names)
+      : file_(file),
+        c_(c),
+        nodes_(nodes),
+        names_(names),
+        eps_(&names->eps),
+        mrs_(&names->mrs) {}
 
   absl::Status Error(int column, absl::string_view expected,
                      absl::string_view got) const {
@@ -258,6 +306,21 @@ class Checker {
       return ErrorAt(**t, EpChoices("an endpoint name"));
     }
     return (*t)->text;
+  }
+  absl::StatusOr<std::string> Mw() {
+    auto t = Next("a window name");
+    if (!t.ok()) return t.status();
+    if (!names_->mws.count((*t)->text)) return ErrorAt(**t, MwChoices());
+    return (*t)->text;
+  }
+  std::string MwChoices() const {
+    if (names_->mws.empty()) {
+      return "a window name (none is defined yet: use `mw`)";
+    }
+    std::vector<std::string> names;
+    for (const auto& [n, type] : names_->mws) names.push_back(n);
+    return absl::StrCat("a window name (one of ", absl::StrJoin(names, ", "),
+                        ")");
   }
   absl::StatusOr<std::string> Mr() {
     auto t = Next("an MR name");
@@ -384,6 +447,66 @@ class Checker {
           break;
         case ValueKind::kFlag:
           break;
+        case ValueKind::kQpType:
+          if (value != "rc" && value != "uc" && value != "ud") {
+            return Error(vcol, "a QP type (rc, uc or ud)", value);
+          }
+          break;
+        case ValueKind::kRkey: {
+          uint64_t v;
+          if (names_->mws.count(value)) break;
+          if (!ParseU64(value, &v) || v > UINT32_MAX) {
+            return Error(vcol,
+                         absl::StrCat("an rkey for ", key,
+                                      " (a 32-bit number or a window name)"),
+                         value);
+          }
+          break;
+        }
+        case ValueKind::kQpn: {
+          uint64_t v;
+          if (eps_->count(value)) break;
+          if (!ParseU64(value, &v) || v > sim::kPsnMask) {
+            return Error(vcol,
+                         EpChoices(absl::StrCat(
+                             "a QP number or an endpoint for ", key)),
+                         value);
+          }
+          break;
+        }
+        case ValueKind::kAh:
+          if (!names_->ahs.count(value)) {
+            std::vector<std::string> names(names_->ahs.begin(),
+                                           names_->ahs.end());
+            return Error(vcol,
+                         names.empty()
+                             ? std::string("an address handle (none is "
+                                           "defined yet: use `ah`)")
+                             : absl::StrCat("an address handle (one of ",
+                                            absl::StrJoin(names, ", "), ")"),
+                         value);
+          }
+          break;
+        case ValueKind::kDevice: {
+          int node;
+          if (!ParseDevice(value, &node) || node >= nodes_) {
+            return Error(vcol,
+                         absl::StrFormat("a device from sim0 to sim%d for %s",
+                                         nodes_ - 1, key),
+                         value);
+          }
+          break;
+        }
+        case ValueKind::kWcFlags: {
+          uint32_t v;
+          if (!ParseWcFlags(value, &v)) {
+            return Error(vcol,
+                         "completion flags such as GRH|WITH_IMM|WITH_INV "
+                         "(or none)",
+                         value);
+          }
+          break;
+        }
       }
     }
     for (const char* r : required) {
@@ -397,20 +520,22 @@ class Checker {
   int nodes() const { return nodes_; }
   std::set<std::string>& eps() { return *eps_; }
   std::map<std::string, uint64_t>& mrs() { return *mrs_; }
+  Names& names() { return *names_; }
 
  private:
   absl::string_view file_;
   const Command& c_;
   int nodes_;
+  Names* names_;
   std::set<std::string>* eps_;
   std::map<std::string, uint64_t>* mrs_;
   size_t pos_ = 1;
 };
 
 const std::vector<std::string> kVerbs = {
-    "title", "spec",  "say",    "nodes", "endpoint", "mr",   "fill",
-    "connect", "modify", "post", "wait",  "poll",     "run",  "faults",
-    "expect"};
+    "title",   "spec",   "say",  "nodes", "endpoint", "mr",  "fill",
+    "ah",      "mw",     "bind", "connect", "modify", "post", "wait",
+    "poll",    "run",    "faults", "expect"};
 
 const std::vector<std::string> kStates = {"INIT", "RTR", "RTS", "ERR",
                                           "RESET"};
@@ -489,8 +614,7 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
   if (verb == "endpoint") {
     auto name = ck.Next("a new endpoint name");
     if (!name.ok()) return name.status();
-    if (!IsName((*name)->text) || ck.eps().count((*name)->text) ||
-        ck.mrs().count((*name)->text)) {
+    if (!IsName((*name)->text) || ck.names().Taken((*name)->text)) {
       return ck.ErrorAt(**name,
                         "a new name (a letter, then letters, digits, _ or -)");
     }
@@ -503,7 +627,9 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
     }
     *seen_endpoint = true;
     ck.eps().insert((*name)->text);
-    return ck.Keys({{"mtu", ValueKind::kMtu},
+    absl::Status s = ck.Keys({{"type", ValueKind::kQpType},
+                    {"qkey", ValueKind::kU64, UINT32_MAX},
+                    {"mtu", ValueKind::kMtu},
                     {"access", ValueKind::kAccess},
                     {"timeout", ValueKind::kU64, 31},
                     {"retry_cnt", ValueKind::kU64, 7},
@@ -513,12 +639,87 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
                     {"max_dest_rd_atomic", ValueKind::kU64, 16},
                     {"sq_psn", ValueKind::kU64, sim::kPsnMask},
                     {"depth", ValueKind::kU64, 1024}});
+    if (!s.ok()) return s;
+    std::string type = KeyValue(c, "type");
+    if (type.empty()) type = "rc";
+    ck.names().ep_type[(*name)->text] = type;
+    if (type != "ud" && !KeyValue(c, "qkey").empty()) {
+      return ck.EndError("no qkey= but on a type=ud endpoint");
+    }
+    return absl::OkStatus();
+  }
+  if (verb == "ah") {
+    auto name = ck.Next("a new address handle name");
+    if (!name.ok()) return name.status();
+    if (!IsName((*name)->text) || ck.names().Taken((*name)->text)) {
+      return ck.ErrorAt(**name,
+                        "a new name (a letter, then letters, digits, _ or -)");
+    }
+    auto ep = ck.Ep();
+    if (!ep.ok()) return ep.status();
+    auto dev = ck.Next("the destination device (sim0, sim1, ...)");
+    if (!dev.ok()) return dev.status();
+    int node;
+    if (!ParseDevice((*dev)->text, &node) || node >= *nodes) {
+      return ck.ErrorAt(**dev, absl::StrFormat("a device from sim0 to sim%d",
+                                               *nodes - 1));
+    }
+    ck.names().ahs.insert((*name)->text);
+    return ck.Keys({{"hop_limit", ValueKind::kU64, 255},
+                    {"traffic_class", ValueKind::kU64, 255}});
+  }
+  if (verb == "mw") {
+    auto name = ck.Next("a new window name");
+    if (!name.ok()) return name.status();
+    if (!IsName((*name)->text) || ck.names().Taken((*name)->text)) {
+      return ck.ErrorAt(**name,
+                        "a new name (a letter, then letters, digits, _ or -)");
+    }
+    auto ep = ck.Ep();
+    if (!ep.ok()) return ep.status();
+    if (absl::Status s = ck.Keys({{"type", ValueKind::kU64, 2}}, {"type"});
+        !s.ok()) {
+      return s;
+    }
+    const uint64_t type = KeyU64(c, "type", 0);
+    if (type < 1) {
+      for (const Token& t : c.words) {
+        if (absl::StartsWith(t.text, "type=")) {
+          return ck.Error(t.column + 5, "a window type (1 or 2)",
+                          t.text.substr(5));
+        }
+      }
+    }
+    ck.names().mws[(*name)->text] = static_cast<int>(type);
+    return absl::OkStatus();
+  }
+  if (verb == "bind") {
+    auto mw = ck.Mw();
+    if (!mw.ok()) return mw.status();
+    auto ep = ck.Ep();
+    if (!ep.ok()) return ep.status();
+    absl::Status s = ck.Keys({{"wr", ValueKind::kU64},
+                              {"mr", ValueKind::kMr},
+                              {"offset", ValueKind::kU64, kMaxMrSize},
+                              {"len", ValueKind::kU64, kMaxMrSize},
+                              {"access", ValueKind::kAccess},
+                              {"unsignaled", ValueKind::kFlag}},
+                             {"wr", "mr", "access"});
+    if (!s.ok()) return s;
+    const uint64_t size = ck.mrs()[KeyValue(c, "mr")];
+    const uint64_t o = KeyU64(c, "offset", 0);
+    const uint64_t n = KeyU64(c, "len", size > o ? size - o : 0);
+    if (o + n > size) {
+      return ck.EndError(absl::StrFormat(
+          "offset= and len= inside MR '%s' (%u bytes)", KeyValue(c, "mr"),
+          size));
+    }
+    return absl::OkStatus();
   }
   if (verb == "mr") {
     auto name = ck.Next("a new MR name");
     if (!name.ok()) return name.status();
-    if (!IsName((*name)->text) || ck.eps().count((*name)->text) ||
-        ck.mrs().count((*name)->text)) {
+    if (!IsName((*name)->text) || ck.names().Taken((*name)->text)) {
       return ck.ErrorAt(**name,
                         "a new name (a letter, then letters, digits, _ or -)");
     }
@@ -569,6 +770,17 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
     auto b = ck.Ep();
     if (!b.ok()) return b.status();
     if (*a == *b) return ck.ErrorAt(c.words[2], "another endpoint");
+    const std::string ta = ck.names().ep_type[*a];
+    const std::string tb = ck.names().ep_type[*b];
+    if (ta == "ud" || tb == "ud") {
+      return ck.ErrorAt(c.words[ta == "ud" ? 1 : 2],
+                        "an RC or UC endpoint (UD is not connected: `modify "
+                        "EP INIT`, `RTR`, `RTS` without peer=)");
+    }
+    if (ta != tb) {
+      return ck.ErrorAt(c.words[2],
+                        absl::StrCat("an endpoint of type=", ta, " like ", *a));
+    }
     return ck.End();
   }
   if (verb == "modify") {
@@ -578,6 +790,14 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
     if (absl::Status s = ck.Choice(kStates, "a QP state", &state); !s.ok()) {
       return s;
     }
+    const bool ud = ck.names().ep_type[*ep] == "ud";
+    if (ud) {
+      if (absl::Status s = ck.End(); !s.ok()) {
+        return ck.ErrorAt(c.words[3],
+                          "the end of the line (a UD QP has no peer)");
+      }
+      return absl::OkStatus();
+    }
     absl::Status s = ck.Keys({{"peer", ValueKind::kEp}},
                              state == "RTR" ? std::initializer_list<const char*>{"peer"}
                                             : std::initializer_list<const char*>{});
@@ -586,7 +806,7 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
   if (verb == "post") {
     std::string kind;
     if (absl::Status s = ck.Choice({"send", "recv", "write", "read", "cas",
-                                    "fadd"},
+                                    "fadd", "local_inv"},
                                    "an operation", &kind);
         !s.ok()) {
       return s;
@@ -601,15 +821,31 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
         fence{"fence", ValueKind::kFlag},
         remote{"remote", ValueKind::kMr},
         roff{"roffset", ValueKind::kU64, kMaxMrSize},
-        rkey{"rkey", ValueKind::kU64, UINT32_MAX},
+        rkey{"rkey", ValueKind::kRkey},
         imm{"imm", ValueKind::kU64, UINT32_MAX};
+    const bool ud = ck.names().ep_type[*ep] == "ud";
     if (kind == "recv") {
       s = ck.Keys({wr, mr, len, off}, {"wr", "mr"});
+    } else if (kind == "local_inv") {
+      return ck.Keys({wr, unsig, fence, rkey}, {"wr", "rkey"});
+    } else if (kind == "send" && ud) {
+      s = ck.Keys({wr, mr, len, off, unsig, fence, imm,
+                   {"solicited", ValueKind::kFlag},
+                   {"inline", ValueKind::kFlag},
+                   {"ah", ValueKind::kAh},
+                   {"dest", ValueKind::kQpn},
+                   {"qkey", ValueKind::kU64, UINT32_MAX}},
+                  {"wr", "mr", "ah", "dest"});
     } else if (kind == "send") {
       s = ck.Keys({wr, mr, len, off, unsig, fence, imm,
                    {"solicited", ValueKind::kFlag},
-                   {"inline", ValueKind::kFlag}},
+                   {"inline", ValueKind::kFlag},
+                   {"inv", ValueKind::kRkey}},
                   {"wr", "mr"});
+      if (s.ok() && !KeyValue(c, "imm").empty() &&
+          !KeyValue(c, "inv").empty()) {
+        return ck.EndError("imm= or inv=, not both");
+      }
     } else if (kind == "write") {
       s = ck.Keys({wr, mr, len, off, unsig, fence, remote, roff, rkey, imm,
                    {"inline", ValueKind::kFlag}},
@@ -657,7 +893,7 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
   if (verb == "expect") {
     std::string what;
     if (absl::Status s = ck.Choice({"completion", "no", "state", "data", "u64",
-                                    "error"},
+                                    "grh", "error"},
                                    "what to expect", &what);
         !s.ok()) {
       return s;
@@ -675,7 +911,30 @@ absl::Status CheckCommand(Checker& ck, bool* seen_endpoint, int* nodes,
       return ck.Keys({{"wr", ValueKind::kU64},
                       {"opcode", ValueKind::kWcOpcode},
                       {"len", ValueKind::kU64, UINT32_MAX},
-                      {"imm", ValueKind::kU64, UINT32_MAX}});
+                      {"imm", ValueKind::kU64, UINT32_MAX},
+                      {"flags", ValueKind::kWcFlags},
+                      {"src_qp", ValueKind::kQpn},
+                      {"inv_rkey", ValueKind::kRkey}});
+    }
+    if (what == "grh") {
+      auto mr = ck.Mr();
+      if (!mr.ok()) return mr.status();
+      const uint64_t size = ck.mrs()[*mr];
+      absl::Status s = ck.Keys({{"offset", ValueKind::kU64, size - 1},
+                                {"src", ValueKind::kDevice},
+                                {"dst", ValueKind::kDevice},
+                                {"ttl", ValueKind::kU64, 255},
+                                {"tos", ValueKind::kU64, 255},
+                                {"len", ValueKind::kU64, 65535}},
+                               {"src", "dst"});
+      if (!s.ok()) return s;
+      if (KeyU64(c, "offset", 0) + 40 > size) {
+        return ck.ErrorAt(c.words[2], absl::StrFormat(
+                                          "an MR with 40 bytes at offset= "
+                                          "(%s has %u)",
+                                          *mr, size));
+      }
+      return absl::OkStatus();
     }
     if (what == "no") {
       std::string w;
@@ -738,15 +997,14 @@ absl::StatusOr<Scenario> ParseScenario(absl::string_view file,
   int line_no = 0;
   int nodes = 2;
   bool seen_endpoint = false;
-  std::set<std::string> eps;
-  std::map<std::string, uint64_t> mrs;
+  Names names;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
     Command c;
     c.line = line_no;
     if (absl::Status s = Lex(file, line_no, line, &c); !s.ok()) return s;
     if (c.words.empty()) continue;
-    Checker ck(file, c, nodes, &eps, &mrs);
+    Checker ck(file, c, nodes, &names);
     if (absl::Status s = CheckCommand(ck, &seen_endpoint, &nodes, file);
         !s.ok()) {
       return s;
@@ -774,6 +1032,15 @@ struct EpState {
   EndpointAttr attr;
   int node = 0;
 };
+
+struct MwState {
+  std::unique_ptr<Mw> mw;
+  int type = 1;
+};
+
+absl::string_view TransportName(QpType t) {
+  return t == QpType::kUd ? "UD" : t == QpType::kUc ? "UC" : "RC";
+}
 
 struct MrState {
   std::vector<uint64_t> words;  // 8-byte aligned storage
@@ -808,8 +1075,11 @@ std::string AethText(uint8_t s) {
   return absl::StrFormat("aeth 0x%02x", s);
 }
 
-std::string RecordText(const sim::TraceRecord& r) {
-  const std::string op(sim::RcOpName(static_cast<sim::RcOp>(r.opcode)));
+// A trace record as a timeline line; packets of UC and UD QPs get their
+// transport in front of the opcode ("UD SEND_ONLY").
+std::string RecordText(const sim::TraceRecord& r, QpType transport) {
+  std::string op(sim::RcOpName(static_cast<sim::RcOp>(r.opcode)));
+  if (transport != QpType::kRc) op = absl::StrCat(TransportName(transport), " ", op);
   switch (r.kind) {
     case sim::TraceKind::kComplete:
       if (static_cast<WcStatus>(r.opcode) != WcStatus::kSuccess) {
@@ -845,6 +1115,10 @@ class Runner {
  public:
   Runner(const Scenario& sc, const RunOptions& opt) : sc_(sc), opt_(opt) {}
   ~Runner() {
+    // Windows before the regions they are bound to, AHs and regions before
+    // their PDs.
+    mws_.clear();
+    ahs_.clear();
     mrs_.clear();
     eps_.clear();
   }
@@ -950,7 +1224,8 @@ class Runner {
       const sim::TraceRecord& r = recs[i];
       Row(r.kind == sim::TraceKind::kComplete ? TimelineRow::kCompletion
                                               : TimelineRow::kPacket,
-          r.node, r.qpn, RecordText(r), r.time_ns);
+          r.node, r.qpn, RecordText(r, TransportOf(r.node, r.qpn)),
+          r.time_ns);
     }
     trace_seen_ = recs.size();
   }
@@ -977,6 +1252,27 @@ class Runner {
     return absl::StrJoin(w, " ");
   }
 
+  QpType TransportOf(int node, uint32_t qpn) const {
+    auto it = result_.transports.find({node, qpn});
+    return it == result_.transports.end() ? QpType::kRc : it->second;
+  }
+  // rkey=/inv=/inv_rkey= values: a window's current rkey, or a number.
+  uint32_t Rkey(const std::string& v) {
+    if (auto it = mws_.find(v); it != mws_.end()) return it->second.mw->rkey();
+    uint64_t n = 0;
+    ParseU64(v, &n);
+    return static_cast<uint32_t>(n);
+  }
+  // dest=/src_qp= values: an endpoint's QP number, or a number.
+  uint32_t Qpn(const std::string& v) {
+    if (auto it = eps_.find(v); it != eps_.end()) {
+      return it->second.ep->qp()->qp_num();
+    }
+    uint64_t n = 0;
+    ParseU64(v, &n);
+    return static_cast<uint32_t>(n);
+  }
+
   absl::Status Modify(int line, EpState& e, QpState to, EpState* peer) {
     const QpState from = e.ep->qp()->state();
     absl::Status s;
@@ -985,6 +1281,10 @@ class Runner {
         s = ModifyQpToInit(e.ep->qp(), e.attr);
         break;
       case QpState::kRtr: {
+        if (peer == nullptr) {  // UD: no destination
+          s = ModifyQpToRtr(e.ep->qp(), e.attr, 0, Gid{}, 0);
+          break;
+        }
         auto gid = peer->ep->context()->QueryGid(1, 0);
         if (!gid.ok()) return Fail(line, gid.status().message());
         s = ModifyQpToRtr(e.ep->qp(), e.attr, peer->ep->qp()->qp_num(), *gid,
@@ -1011,9 +1311,11 @@ class Runner {
     }
     std::string text = absl::StrCat("qp ", QpStateName(from), " -> ",
                                     QpStateName(to));
-    if (to == QpState::kRtr) {
+    if (to == QpState::kRtr && peer != nullptr) {
       absl::StrAppend(&text, " (dest qp ", peer->ep->qp()->qp_num(),
                       ", rq_psn ", peer->attr.sq_psn, ")");
+    } else if (to == QpState::kInit && e.attr.qp_type == QpType::kUd) {
+      absl::StrAppendFormat(&text, " (qkey 0x%x)", e.attr.qkey);
     } else if (to == QpState::kRts) {
       absl::StrAppend(&text, " (sq_psn ", e.attr.sq_psn, ")");
     }
@@ -1043,6 +1345,11 @@ class Runner {
       ParseDevice(c.words[2].text, &e.node);
       EndpointAttr& a = e.attr;
       a.path_mtu = MtuOf(KeyU64(c, "mtu", 1024));
+      const std::string type = KeyValue(c, "type");
+      a.qp_type = type == "ud"   ? QpType::kUd
+                  : type == "uc" ? QpType::kUc
+                                 : QpType::kRc;
+      a.qkey = static_cast<uint32_t>(KeyU64(c, "qkey", a.qkey));
       if (std::string v = KeyValue(c, "access"); !v.empty()) {
         ParseAccess(v, &a.qp_access);
       }
@@ -1069,8 +1376,10 @@ class Runner {
       auto ep = Endpoint::Create(*std::move(ctx), a);
       if (!ep.ok()) return Fail(c.line, ep.status().message());
       e.ep = *std::move(ep);
-      EpRow(e, absl::StrFormat("%s: PD, CQs, RC qp %u in %s on %s",
-                               c.words[1].text, e.ep->qp()->qp_num(),
+      result_.transports[{e.node, e.ep->qp()->qp_num()}] = a.qp_type;
+      EpRow(e, absl::StrFormat("%s: PD, CQs, %s qp %u in %s on %s",
+                               c.words[1].text, TransportName(a.qp_type),
+                               e.ep->qp()->qp_num(),
                                QpStateName(e.ep->qp()->state()), device));
       eps_[c.words[1].text] = std::move(e);
       return absl::OkStatus();
@@ -1102,6 +1411,49 @@ class Runner {
       mrs_[c.words[1].text] = std::move(m);
       return absl::OkStatus();
     }
+    if (verb == "ah") {
+      EpState& e = eps_[c.words[2].text];
+      int node = 0;
+      ParseDevice(c.words[3].text, &node);
+      const std::string device =
+          sim_ ? absl::StrCat("sim", node)
+               : devices_[static_cast<size_t>(node) % devices_.size()];
+      auto ctx = provider_->Open(device);
+      if (!ctx.ok()) return Fail(c.line, ctx.status().message());
+      auto gid = (*ctx)->QueryGid(1, 0);
+      if (!gid.ok()) return Fail(c.line, gid.status().message());
+      AhAttr attr;
+      attr.dgid = *gid;
+      attr.hop_limit = static_cast<uint8_t>(KeyU64(c, "hop_limit", 64));
+      attr.traffic_class =
+          static_cast<uint8_t>(KeyU64(c, "traffic_class", 0));
+      auto ah = e.ep->pd()->CreateAh(attr);
+      if (!ah.ok()) return Fail(c.line, ah.status().message());
+      ahs_[c.words[1].text] = *std::move(ah);
+      EpRow(e, absl::StrFormat("create_ah %s: to %s (GID %s), hop limit %d",
+                               c.words[1].text, device, GidToString(*gid),
+                               attr.hop_limit));
+      return absl::OkStatus();
+    }
+    if (verb == "mw") {
+      EpState& e = eps_[c.words[2].text];
+      MwState w;
+      w.type = static_cast<int>(KeyU64(c, "type", 1));
+      auto mw = e.ep->pd()->AllocMw(static_cast<MwType>(w.type));
+      if (!mw.ok()) {
+        EpRow(e, absl::StrCat("alloc_mw ", c.words[1].text, " failed: ",
+                              ErrnoName(ErrnoOf(mw.status()))));
+        pending_error_ = mw.status();
+        pending_line_ = c.line;
+        return absl::OkStatus();
+      }
+      w.mw = *std::move(mw);
+      EpRow(e, absl::StrFormat("alloc_mw %s: type %d, rkey 0x%x (not bound)",
+                               c.words[1].text, w.type, w.mw->rkey()));
+      mws_[c.words[1].text] = std::move(w);
+      return absl::OkStatus();
+    }
+    if (verb == "bind") return Bind(c);
     if (verb == "fill") {
       MrState& m = mrs_[c.words[1].text];
       const uint64_t off = KeyU64(c, "offset", 0);
@@ -1165,9 +1517,11 @@ class Runner {
         }
         last_wc_ = *wc;
       } else {
-        FlushTrace();
+        // Polling may move virtual time on: show what happened meanwhile
+        // before what the poll found.
         WorkCompletion wc;
         auto n = (send ? e.ep->send_cq() : e.ep->recv_cq())->Poll({&wc, 1});
+        FlushTrace();
         if (!n.ok()) return Fail(c.line, n.status().message());
         if (*n == 0) {
           EpRow(e, absl::StrCat("poll ", c.words[2].text, ": empty"),
@@ -1188,6 +1542,13 @@ class Runner {
         }
         if (wc.wc_flags & kWcWithImm) {
           absl::StrAppendFormat(&text, " imm 0x%x", wc.imm_data);
+        }
+        if (wc.wc_flags & kWcWithInv) {
+          absl::StrAppendFormat(&text, " invalidated rkey 0x%x",
+                                wc.invalidated_rkey);
+        }
+        if (wc.wc_flags & kWcGrh) {
+          absl::StrAppendFormat(&text, " GRH, from qp %u", wc.src_qp);
         }
       }
       EpRow(e, text, TimelineRow::kCompletion);
@@ -1215,7 +1576,9 @@ class Runner {
     const uint64_t wr_id = KeyU64(c, "wr", 0);
     const uint64_t off = KeyU64(c, "offset", 0);
     const bool atomic = kind == "cas" || kind == "fadd";
-    const uint64_t len = atomic ? 8 : KeyU64(c, "len", m.size - off);
+    const uint64_t len = kind == "local_inv" ? 0
+                         : atomic            ? 8
+                                             : KeyU64(c, "len", m.size - off);
     Sge sge;
     sge.addr = reinterpret_cast<uint64_t>(m.data() + off);
     sge.length = static_cast<uint32_t>(len);
@@ -1248,14 +1611,30 @@ class Runner {
       uint64_t raddr = 0;
       uint32_t rkey = 0;
       std::string remote = KeyValue(c, "remote");
+      const std::string rkey_name = KeyValue(c, "rkey");
       if (!remote.empty()) {
         MrState& r = mrs_[remote];
         raddr = reinterpret_cast<uint64_t>(r.data() + KeyU64(c, "roffset", 0));
         rkey = r.mr ? r.mr->rkey() : 0;
-        rkey = static_cast<uint32_t>(KeyU64(c, "rkey", rkey));
+        if (!rkey_name.empty()) rkey = Rkey(rkey_name);
       }
-      if (kind == "send") {
+      const std::string inv = KeyValue(c, "inv");
+      const std::string ah = KeyValue(c, "ah");
+      if (kind == "local_inv") {
+        wr.opcode = WrOpcode::kLocalInv;
+        wr.sg_list = {};
+        wr.invalidate_rkey = Rkey(rkey_name);
+      } else if (kind == "send" && !inv.empty()) {
+        wr.opcode = WrOpcode::kSendWithInv;
+        wr.invalidate_rkey = Rkey(inv);
+      } else if (kind == "send") {
         wr.opcode = imm ? WrOpcode::kSendWithImm : WrOpcode::kSend;
+        if (!ah.empty()) {
+          wr.ud.ah = ahs_[ah].get();
+          wr.ud.remote_qpn = Qpn(KeyValue(c, "dest"));
+          wr.ud.remote_qkey =
+              static_cast<uint32_t>(KeyU64(c, "qkey", e.attr.qkey));
+        }
       } else if (kind == "write") {
         wr.opcode = imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
       } else if (kind == "read") {
@@ -1276,11 +1655,33 @@ class Runner {
         wr.rdma.rkey = rkey;
       }
       s = e.ep->Post(wr);
-      pw.what = absl::StrFormat("%s %u bytes", WrOpcodeName(wr.opcode), len);
-      text = absl::StrFormat("post %s wr %u, %u bytes", WrOpcodeName(wr.opcode),
-                             wr_id, len);
+      if (kind == "local_inv") {
+        pw.what = "LOCAL_INV";
+        text = absl::StrFormat("post LOCAL_INV wr %u, rkey 0x%x", wr_id,
+                               wr.invalidate_rkey);
+        if (mws_.count(rkey_name)) absl::StrAppend(&text, " (", rkey_name, ")");
+      } else {
+        pw.what = absl::StrFormat("%s %u bytes", WrOpcodeName(wr.opcode), len);
+        text = absl::StrFormat("post %s wr %u, %u bytes",
+                               WrOpcodeName(wr.opcode), wr_id, len);
+      }
       if (!remote.empty()) {
         absl::StrAppendFormat(&text, ", %s rkey 0x%x", remote, rkey);
+        if (mws_.count(rkey_name)) {
+          absl::StrAppend(&text, " (window ", rkey_name, ")");
+        }
+      }
+      if (!inv.empty()) {
+        absl::StrAppendFormat(&text, ", invalidate rkey 0x%x",
+                              wr.invalidate_rkey);
+        if (mws_.count(inv)) absl::StrAppend(&text, " (", inv, ")");
+      }
+      if (!ah.empty()) {
+        const std::string dest = KeyValue(c, "dest");
+        absl::StrAppendFormat(&text, ", to qp %u", wr.ud.remote_qpn);
+        if (eps_.count(dest)) absl::StrAppend(&text, " (", dest, ")");
+        absl::StrAppendFormat(&text, " via %s, qkey 0x%x", ah,
+                              wr.ud.remote_qkey);
       }
       if (imm) absl::StrAppendFormat(&text, ", imm 0x%x", wr.imm_data);
       if (kind == "cas") {
@@ -1347,6 +1748,23 @@ class Runner {
           absl::StrAppend(&got, " without imm");
         }
       }
+      if (std::string v = KeyValue(c, "flags"); !v.empty()) {
+        uint32_t want_flags = 0;
+        ParseWcFlags(v, &want_flags);
+        const uint32_t have = wc.wc_flags & (kWcGrh | kWcWithImm | kWcWithInv);
+        ok = ok && have == want_flags;
+        absl::StrAppend(&got, " flags ", WcFlagsText(have));
+      }
+      if (std::string v = KeyValue(c, "src_qp"); !v.empty()) {
+        ok = ok && wc.src_qp == Qpn(v);
+        absl::StrAppend(&got, " src_qp ", wc.src_qp);
+      }
+      if (std::string v = KeyValue(c, "inv_rkey"); !v.empty()) {
+        ok = ok && (wc.wc_flags & kWcWithInv) &&
+             wc.invalidated_rkey == Rkey(v);
+        absl::StrAppendFormat(&got, " invalidated rkey 0x%x",
+                              wc.invalidated_rkey);
+      }
       Check(c, ok, desc, got);
       return absl::OkStatus();
     }
@@ -1366,6 +1784,7 @@ class Runner {
     }
     MrState& m = mrs_[c.words[2].text];
     const uint64_t off = KeyU64(c, "offset", 0);
+    if (what == "grh") return ExpectGrh(c, desc, m.data() + off);
     if (what == "data") {
       const std::string& want = c.words[3].text;
       std::string got(reinterpret_cast<const char*>(m.data() + off),
@@ -1381,6 +1800,108 @@ class Runner {
     ParseU64(c.words[3].text, &want);
     std::memcpy(&got, m.data() + off, 8);
     Check(c, got == want, desc, absl::StrCat(got));
+    return absl::OkStatus();
+  }
+
+  // The 40 bytes a UD receive starts with, for RoCEv2 over IPv4: 20 zero
+  // bytes, then the IPv4 header of the packet (src and dst the nodes'
+  // addresses, protocol UDP, a valid checksum; ttl/tos/len if given).
+  absl::Status ExpectGrh(const Command& c, const std::string& desc,
+                         const uint8_t* g) {
+    const uint8_t* ip = g + 20;
+    auto ipv4 = [](const uint8_t* a) {
+      return absl::StrFormat("%d.%d.%d.%d", a[0], a[1], a[2], a[3]);
+    };
+    auto node_ip = [](const std::string& dev) {
+      int node = 0;
+      ParseDevice(dev, &node);
+      return absl::StrFormat("10.0.0.%d", node + 1);
+    };
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += ip[i] << 8 | ip[i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    const bool zeros = std::all_of(g, g + 20, [](uint8_t b) { return b == 0; });
+    const int len = ip[2] << 8 | ip[3];
+    std::string got = absl::StrFormat(
+        "%s, IPv4 version/IHL 0x%02x proto %d %s -> %s ttl %d tos %d len %d "
+        "checksum %s",
+        zeros ? "20 zero bytes" : "nonzero bytes before the IPv4 header",
+        ip[0], ip[9], ipv4(ip + 12), ipv4(ip + 16), ip[8], ip[1], len,
+        sum == 0xffff ? "ok" : "bad");
+    bool ok = zeros && ip[0] == 0x45 && ip[9] == 17 && sum == 0xffff &&
+              ipv4(ip + 12) == node_ip(KeyValue(c, "src")) &&
+              ipv4(ip + 16) == node_ip(KeyValue(c, "dst"));
+    if (!KeyValue(c, "ttl").empty()) ok = ok && ip[8] == KeyU64(c, "ttl", 0);
+    if (!KeyValue(c, "tos").empty()) ok = ok && ip[1] == KeyU64(c, "tos", 0);
+    if (!KeyValue(c, "len").empty()) {
+      ok = ok && static_cast<uint64_t>(len) == KeyU64(c, "len", 0);
+    }
+    Check(c, ok, desc, got);
+    if (ok) {
+      Row(TimelineRow::kCheck, -1, 0,
+          absl::StrCat("    GRH: ", got.substr(0, got.find(" checksum"))));
+    }
+    return absl::OkStatus();
+  }
+
+  // bind MW EP ...: ibv_bind_mw(3) for a type 1 window, a BIND_MW work
+  // request with the window's next rkey (ibv_inc_rkey) for type 2.
+  absl::Status Bind(const Command& c) {
+    auto it = mws_.find(c.words[1].text);
+    if (it == mws_.end()) {
+      return Fail(c.line, absl::StrCat("no window ", c.words[1].text));
+    }
+    MwState& w = it->second;
+    EpState& e = eps_[c.words[2].text];
+    MrState& m = mrs_[KeyValue(c, "mr")];
+    const uint64_t wr_id = KeyU64(c, "wr", 0);
+    const uint64_t off = KeyU64(c, "offset", 0);
+    const uint64_t len = KeyU64(c, "len", m.size - off);
+    MwBindInfo info;
+    info.mr = m.mr.get();
+    info.addr = reinterpret_cast<uint64_t>(m.data() + off);
+    info.length = len;
+    ParseAccess(KeyValue(c, "access"), &info.mw_access_flags);
+    const uint32_t flags = HasFlag(c, "unsignaled") ? 0 : kSendSignaled;
+    PostedWr pw;
+    pw.post_ns = std::max<int64_t>(Now(), 0);
+    pw.node = e.node;
+    pw.qpn = e.ep->qp()->qp_num();
+    pw.wr_id = wr_id;
+    pw.what = "BIND_MW";
+    absl::Status s;
+    uint32_t new_rkey = 0;
+    if (w.type == 1) {
+      MwBind bind;
+      bind.wr_id = wr_id;
+      bind.send_flags = flags;
+      bind.bind_info = info;
+      s = e.ep->qp()->BindMw(w.mw.get(), bind);
+      new_rkey = w.mw->rkey();
+    } else {
+      SendWr wr;
+      wr.wr_id = wr_id;
+      wr.opcode = WrOpcode::kBindMw;
+      wr.send_flags = flags;
+      wr.bind_mw.mw = w.mw.get();
+      wr.bind_mw.rkey = new_rkey = IncRkey(w.mw->rkey());
+      wr.bind_mw.bind_info = info;
+      s = e.ep->Post(wr);
+    }
+    std::string text = absl::StrFormat(
+        "post BIND_MW wr %u (%s): %s = %s[%u, %u) %s, rkey 0x%x", wr_id,
+        w.type == 1 ? "ibv_bind_mw, type 1" : "work request, type 2",
+        c.words[1].text, KeyValue(c, "mr"), off, off + len,
+        AccessFlagsName(info.mw_access_flags), new_rkey);
+    if (!(flags & kSendSignaled)) absl::StrAppend(&text, ", unsignaled");
+    if (!s.ok()) {
+      EpRow(e, absl::StrCat(text, ": failed, ", ErrnoName(ErrnoOf(s))));
+      pending_error_ = s;
+      pending_line_ = c.line;
+      return absl::OkStatus();
+    }
+    EpRow(e, text);
+    result_.wrs.push_back(pw);
     return absl::OkStatus();
   }
 
@@ -1412,6 +1933,8 @@ class Runner {
   std::vector<std::string> devices_;
   std::map<std::string, EpState> eps_;
   std::map<std::string, MrState> mrs_;
+  std::map<std::string, std::unique_ptr<Ah>> ahs_;
+  std::map<std::string, MwState> mws_;
   std::optional<WorkCompletion> last_wc_;
   std::optional<absl::Status> pending_error_;
   int pending_line_ = 0;

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/types.h"
 #include "sim/fabric.h"
 #include "sim/trace.h"
 
@@ -81,6 +83,9 @@ struct RunResult {
   std::vector<PostedWr> wrs;
   std::vector<sim::TraceRecord> trace;  // the sim's own records
   std::vector<sim::Fabric::CapturedPacket> packets;
+  // The transport of each (node, QP number) the scenario created, for the
+  // BTH opcode byte of its packets (RC when not listed).
+  std::map<std::pair<int, uint32_t>, QpType> transports;
   int64_t end_ns = 0;
   int expectations = 0;
   int failures = 0;  // failed expectations
