@@ -106,6 +106,22 @@ syntax 'faults drop op=WRITE' "bad.scenario:4:16: expected a fault rule (docs/fa
 syntax 'fill m "unterminated' "bad.scenario:4:8: expected a closing '\"'"
 syntax 'mr m2 a 64 access=REMOTE_FLY' "bad.scenario:4:19: expected access flags"
 syntax 'modify a RTR' "expected peer=<value> at the end of the line"
+syntax 'endpoint u sim0 type=xd' "bad.scenario:4:22: expected a QP type (rc, uc or ud), got 'xd'"
+syntax 'post read a wr=1 mr=m remote=m rkey=win' "bad.scenario:4:37: expected an rkey for rkey (a 32-bit number or a window name), got 'win'"
+syntax 'bind w a wr=1 mr=m access=REMOTE_READ' "bad.scenario:4:6: expected a window name (none is defined yet: use \`mw\`), got 'w'"
+syntax 'mw w a type=3' "bad.scenario:4:13: expected a number up to 2 for type, got '3'"
+syntax 'expect grh m src=sim0' "expected dst=<value> at the end of the line"
+syntax 'post send a wr=1 mr=m ah=x dest=b' "bad.scenario:4:23: expected one of wr="
+syntax 'expect completion SUCCESS flags=GRH|IMM' "bad.scenario:4:33: expected completion flags such as GRH|WITH_IMM|WITH_INV"
+# UD endpoints are not connected, and a UD QP has no peer.
+printf 'endpoint u sim0 type=ud\nendpoint v sim1 type=ud\nconnect u v\n' \
+  >"${tmp}/bad.scenario"
+expect_run 2 "bad.scenario:3:9: expected an RC or UC endpoint (UD is not connected" \
+  run "${tmp}/bad.scenario"
+printf 'endpoint u sim0 type=ud\nendpoint v sim1 type=ud\nmodify u RTR peer=v\n' \
+  >"${tmp}/bad.scenario"
+expect_run 2 "bad.scenario:3:14: expected the end of the line (a UD QP has no peer), got 'peer=v'" \
+  run "${tmp}/bad.scenario"
 
 # 4. A failed expectation: reported with file:line, exit 1; the run goes on.
 printf 'endpoint a sim0\nendpoint b sim1\nexpect state a RTS\nexpect state b RESET\n' \
