@@ -706,9 +706,11 @@ class SimPd : public Pd {
   absl::Status Destroy() override {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
-    if (st_->mrs + st_->qps + st_->ahs > 0) {
-      return Errno(EBUSY, "pd %u is used by %d MRs, %d QPs, %d AHs", st_->id,
-                   st_->mrs, st_->qps, st_->ahs);
+    if (st_->mrs + st_->qps + st_->ahs + st_->mws + st_->srqs > 0) {
+      return Errno(EBUSY,
+                   "pd %u is used by %d MRs, %d QPs, %d AHs, %d MWs, %d SRQs",
+                   st_->id, st_->mrs, st_->qps, st_->ahs, st_->mws,
+                   st_->srqs);
     }
     Release();
     return absl::OkStatus();
@@ -755,22 +757,19 @@ class SimPd : public Pd {
       return Errno(EINVAL, "srq max_wr %u outside [1, max_srq_wr %d]",
                    attr.max_wr, dev.max_srq_wr);
     }
-    if (attr.max_sge == 0 ||
-        attr.max_sge > static_cast<uint32_t>(dev.max_srq_sge)) {
-      return Errno(EINVAL, "srq max_sge %u outside [1, max_srq_sge %d]",
+    if (attr.max_sge > static_cast<uint32_t>(dev.max_srq_sge)) {
+      return Errno(EINVAL, "srq max_sge %u exceeds max_srq_sge %d",
                    attr.max_sge, dev.max_srq_sge);
-    }
-    if (attr.srq_limit > attr.max_wr) {
-      return Errno(EINVAL, "srq_limit %u exceeds max_wr %u", attr.srq_limit,
-                   attr.max_wr);
     }
     Node* node = st_->context->node;
     auto srq = std::make_shared<SrqState>();
     srq->pd = st_;
     srq->id = node->next_id++;
     srq->max_wr = attr.max_wr;
-    srq->max_sge = attr.max_sge;
-    srq->limit = attr.srq_limit;
+    // rxe raises a zero max_sge to its minimum of one.
+    srq->max_sge = std::max<uint32_t>(1, attr.max_sge);
+    // ibv_create_srq(3): srq_limit is irrelevant here; ibv_modify_srq arms.
+    srq->limit = 0;
     ++st_->srqs;
     return std::unique_ptr<Srq>(new SimSrq(fabric_, srq, this));
   }

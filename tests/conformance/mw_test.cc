@@ -109,8 +109,11 @@ TEST_P(MwTypeTest, AllocatesWithItsTypeAndPd) {
 }
 
 TEST_P(MwTypeTest, PdWithAWindowIsBusy) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mw> mw, spd()->AllocMw(param()));
-  EXPECT_THAT(spd()->Destroy(), HasErrno(EBUSY));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pd> pd, server().context()->AllocPd());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mw> mw, pd->AllocMw(param()));
+  EXPECT_THAT(pd->Destroy(), HasErrno(EBUSY));
+  ASSERT_OK(Destroy(mw));
+  EXPECT_OK(Destroy(pd));
 }
 
 TEST_P(MwTypeTest, DeallocTwiceIsEinval) {

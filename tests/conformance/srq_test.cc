@@ -172,6 +172,17 @@ TEST_P(SrqTest, DestroyWhileAQpUsesItIsEbusy) {
   EXPECT_OK(Destroy(srq_));
 }
 
+TEST_P(SrqTest, PdWithAnSrqIsBusy) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Pd> pd, s_->context->AllocPd());
+  SrqAttr attr;
+  attr.max_wr = 4;
+  attr.max_sge = 1;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Srq> srq, pd->CreateSrq(attr));
+  EXPECT_THAT(pd->Destroy(), HasErrno(EBUSY));
+  ASSERT_OK(Destroy(srq));
+  EXPECT_OK(Destroy(pd));
+}
+
 TEST_P(SrqTest, DestroyedSrqIsGoneForGood) {
   SrqAttr attr;
   attr.max_wr = 4;
