@@ -141,10 +141,27 @@ struct CqRes {
   }
 };
 
+struct MwRes {
+  std::shared_ptr<PdRes> pd;
+  ibv_mw* mw = nullptr;
+  ~MwRes() {
+    if (mw != nullptr) ibv_dealloc_mw(mw);
+  }
+};
+
+struct SrqRes {
+  std::shared_ptr<PdRes> pd;
+  ibv_srq* srq = nullptr;
+  ~SrqRes() {
+    if (srq != nullptr) ibv_destroy_srq(srq);
+  }
+};
+
 struct QpRes {
   std::shared_ptr<PdRes> pd;
   std::shared_ptr<CqRes> send_cq;
   std::shared_ptr<CqRes> recv_cq;
+  std::shared_ptr<SrqRes> srq;
   ibv_qp* qp = nullptr;
   ~QpRes() {
     if (qp != nullptr) ibv_destroy_qp(qp);
@@ -158,6 +175,8 @@ struct AhRes {
     if (ah != nullptr) ibv_destroy_ah(ah);
   }
 };
+
+
 
 // ---------------------------------------------------------------------------
 // Device attributes.
@@ -278,6 +297,8 @@ class HwPd final : public Pd {
                                             uint32_t access) override;
   absl::StatusOr<std::unique_ptr<Qp>> CreateQp(const QpInitAttr& attr) override;
   absl::StatusOr<std::unique_ptr<Ah>> CreateAh(const AhAttr& attr) override;
+  absl::StatusOr<std::unique_ptr<Mw>> AllocMw(MwType type) override;
+  absl::StatusOr<std::unique_ptr<Srq>> CreateSrq(const SrqAttr& attr) override;
 
   const std::shared_ptr<PdRes>& res() const { return res_; }
 
@@ -316,6 +337,10 @@ class HwMr final : public Mr {
   uint32_t rkey() const override { return rkey_; }
   uint32_t access() const override { return access_; }
   Pd* pd() const override { return pd_; }
+  absl::Status Rereg(uint32_t flags, Pd* pd, void* addr, size_t length,
+                     uint32_t access) override;
+
+  ibv_mr* raw() const { return res_ != nullptr ? res_->mr : nullptr; }
 
  private:
   std::shared_ptr<MrRes> res_;
@@ -442,6 +467,105 @@ class HwAh final : public Ah {
   Pd* pd_;
 };
 
+class HwMw final : public Mw {
+ public:
+  HwMw(std::shared_ptr<MwRes> res, MwType type, Pd* pd)
+      : res_(std::move(res)), type_(type), pd_(pd), rkey_(res_->mw->rkey) {}
+  absl::Status Destroy() override {
+    if (res_ == nullptr) return Dead(absl::StrFormat("mw rkey 0x%x", rkey_));
+    int ret = ibv_dealloc_mw(res_->mw);
+    if (ret != 0) {
+      return SysError(ErrnoFromReturn(ret),
+                      absl::StrFormat("ibv_dealloc_mw(rkey 0x%x)", rkey_));
+    }
+    res_->mw = nullptr;
+    res_.reset();
+    return absl::OkStatus();
+  }
+  MwType type() const override { return type_; }
+  uint32_t rkey() const override { return rkey_; }
+  Pd* pd() const override { return pd_; }
+
+  ibv_mw* raw() const { return res_ != nullptr ? res_->mw : nullptr; }
+  // ibv_bind_mw(3) gives a type 1 window its next rkey in ibv_mw::rkey; a
+  // type 2 window gets the rkey its BIND_MW work request names when that is
+  // posted (as an application tracks it: ibv_post_send(3) does not touch
+  // ibv_mw::rkey).
+  void set_rkey(uint32_t rkey) { rkey_ = rkey; }
+
+ private:
+  std::shared_ptr<MwRes> res_;
+  MwType type_;
+  Pd* pd_;
+  uint32_t rkey_;
+};
+
+class HwSrq final : public Srq {
+ public:
+  HwSrq(std::shared_ptr<SrqRes> res, Pd* pd)
+      : res_(std::move(res)), pd_(pd), id_(res_->srq->handle) {}
+  absl::Status Destroy() override {
+    if (res_ == nullptr) return Dead(absl::StrFormat("srq %u", id_));
+    // QPs on this SRQ hold its SrqRes: refuse as the kernel would, before a
+    // provider library can tear down its ring (see HwCq::Destroy).
+    if (res_.use_count() > 1) {
+      return Errno(EBUSY, "destroy srq %u: QPs still use it", id_);
+    }
+    int ret = ibv_destroy_srq(res_->srq);
+    if (ret != 0) {
+      return SysError(ErrnoFromReturn(ret),
+                      absl::StrFormat("ibv_destroy_srq(srq %u)", id_));
+    }
+    res_->srq = nullptr;
+    res_.reset();
+    return absl::OkStatus();
+  }
+  uint32_t srq_id() const override { return id_; }
+  Pd* pd() const override { return pd_; }
+  absl::Status PostRecv(absl::Span<const RecvWr> wrs,
+                        size_t* bad_index) override;
+  absl::Status Modify(const SrqAttr& attr, uint32_t mask) override {
+    if (res_ == nullptr) return Dead(absl::StrFormat("srq %u", id_));
+    if ((mask & ~static_cast<uint32_t>(kSrqMaxWr | kSrqLimit)) != 0) {
+      return Errno(EINVAL, "ModifySrq %u: unknown mask bits 0x%x", id_,
+                   mask & ~static_cast<uint32_t>(kSrqMaxWr | kSrqLimit));
+    }
+    ibv_srq_attr a = {};
+    a.max_wr = attr.max_wr;
+    a.max_sge = attr.max_sge;
+    a.srq_limit = attr.srq_limit;
+    int ret = ibv_modify_srq(res_->srq, &a, static_cast<int>(mask));
+    if (ret != 0) {
+      return SysError(ErrnoFromReturn(ret),
+                      absl::StrFormat("ibv_modify_srq(srq %u, max_wr %u, "
+                                      "limit %u, mask 0x%x)",
+                                      id_, attr.max_wr, attr.srq_limit, mask));
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SrqAttr> Query() const override {
+    if (res_ == nullptr) return Dead(absl::StrFormat("srq %u", id_));
+    ibv_srq_attr a = {};
+    int ret = ibv_query_srq(res_->srq, &a);
+    if (ret != 0) {
+      return SysError(ErrnoFromReturn(ret),
+                      absl::StrFormat("ibv_query_srq(srq %u)", id_));
+    }
+    SrqAttr out;
+    out.max_wr = a.max_wr;
+    out.max_sge = a.max_sge;
+    out.srq_limit = a.srq_limit;
+    return out;
+  }
+
+  const std::shared_ptr<SrqRes>& res() const { return res_; }
+
+ private:
+  std::shared_ptr<SrqRes> res_;
+  Pd* pd_;
+  uint32_t id_;
+};
+
 class HwQp final : public Qp {
  public:
   HwQp(std::shared_ptr<QpRes> res, Pd* pd, const QpInitAttr& init,
@@ -475,6 +599,9 @@ class HwQp final : public Qp {
                         size_t* bad_index) override;
   absl::Status PostRecv(absl::Span<const RecvWr> wrs,
                         size_t* bad_index) override;
+  absl::Status BindMw(Mw* mw, const MwBind& bind) override;
+  absl::Status AttachMcast(const Gid& gid, uint16_t lid) override;
+  absl::Status DetachMcast(const Gid& gid, uint16_t lid) override;
 
   absl::Status ModifyRaw(ibv_qp_attr* attr, int mask, absl::string_view why);
 
@@ -679,6 +806,19 @@ absl::StatusOr<AsyncEvent> HwContext::GetAsyncEvent(absl::Duration timeout) {
       case IBV_EVENT_CQ_ERR:
         out.cq_id = event.element.cq->handle;
         break;
+      case IBV_EVENT_SRQ_ERR:
+      case IBV_EVENT_SRQ_LIMIT_REACHED:
+        out.srq_id = event.element.srq->handle;
+        break;
+      case IBV_EVENT_PORT_ACTIVE:
+      case IBV_EVENT_PORT_ERR:
+      case IBV_EVENT_LID_CHANGE:
+      case IBV_EVENT_PKEY_CHANGE:
+      case IBV_EVENT_GID_CHANGE:
+      case IBV_EVENT_SM_CHANGE:
+      case IBV_EVENT_CLIENT_REREGISTER:
+        out.port_num = static_cast<uint8_t>(event.element.port_num);
+        break;
       default:
         break;
     }
@@ -763,6 +903,20 @@ absl::StatusOr<std::unique_ptr<Qp>> HwPd::CreateQp(const QpInitAttr& attr) {
     }
     cqs[i] = hw->res();
   }
+  std::shared_ptr<SrqRes> srq;
+  if (attr.srq != nullptr) {
+    auto* hw = dynamic_cast<HwSrq*>(attr.srq);
+    if (hw == nullptr || hw->res() == nullptr) {
+      return Errno(EINVAL, "CreateQp: srq is not a live hw SRQ");
+    }
+    if (hw->res()->pd->dev != res_->dev) {
+      return Errno(EINVAL, "CreateQp: srq belongs to another context");
+    }
+    srq = hw->res();
+  }
+  // With an SRQ the receive caps are ignored (ibv_create_qp(3)).
+  const uint32_t recv_wr = srq != nullptr ? 0 : attr.cap.max_recv_wr;
+  const uint32_t recv_sge = srq != nullptr ? 0 : attr.cap.max_recv_sge;
   const DeviceAttr& dev = context_->device_attr();
   const struct {
     const char* name;
@@ -770,9 +924,9 @@ absl::StatusOr<std::unique_ptr<Qp>> HwPd::CreateQp(const QpInitAttr& attr) {
     int max;
   } caps[] = {
       {"max_send_wr", attr.cap.max_send_wr, dev.max_qp_wr},
-      {"max_recv_wr", attr.cap.max_recv_wr, dev.max_qp_wr},
+      {"max_recv_wr", recv_wr, dev.max_qp_wr},
       {"max_send_sge", attr.cap.max_send_sge, dev.max_sge},
-      {"max_recv_sge", attr.cap.max_recv_sge, dev.max_sge},
+      {"max_recv_sge", recv_sge, dev.max_sge},
       {"max_inline_data", attr.cap.max_inline_data, dev.max_inline_data},
   };
   for (const auto& cap : caps) {
@@ -785,10 +939,11 @@ absl::StatusOr<std::unique_ptr<Qp>> HwPd::CreateQp(const QpInitAttr& attr) {
   init.send_cq = cqs[0]->cq;
   init.recv_cq = cqs[1]->cq;
   init.cap.max_send_wr = attr.cap.max_send_wr;
-  init.cap.max_recv_wr = attr.cap.max_recv_wr;
+  init.cap.max_recv_wr = recv_wr;
   init.cap.max_send_sge = attr.cap.max_send_sge;
-  init.cap.max_recv_sge = attr.cap.max_recv_sge;
+  init.cap.max_recv_sge = recv_sge;
   init.cap.max_inline_data = attr.cap.max_inline_data;
+  init.srq = srq != nullptr ? srq->srq : nullptr;
   init.qp_type = static_cast<ibv_qp_type>(attr.qp_type);
   init.sq_sig_all = attr.sq_sig_all ? 1 : 0;
   auto res = std::make_shared<QpRes>();
@@ -805,6 +960,7 @@ absl::StatusOr<std::unique_ptr<Qp>> HwPd::CreateQp(const QpInitAttr& attr) {
   res->pd = res_;
   res->send_cq = cqs[0];
   res->recv_cq = cqs[1];
+  res->srq = std::move(srq);
   // The caps the device actually granted (ibv_create_qp(3) writes them back).
   QpInitAttr actual = attr;
   actual.cap.max_send_wr = init.cap.max_send_wr;
@@ -864,6 +1020,54 @@ absl::StatusOr<std::unique_ptr<Ah>> HwPd::CreateAh(const AhAttr& attr) {
   }
   res->pd = res_;
   return std::unique_ptr<Ah>(new HwAh(std::move(res), attr, this));
+}
+
+absl::StatusOr<std::unique_ptr<Mw>> HwPd::AllocMw(MwType type) {
+  if (absl::Status s = Check(); !s.ok()) return s;
+  if (type != MwType::kType1 && type != MwType::kType2) {
+    return Errno(EINVAL, "AllocMw: type %d is neither 1 nor 2",
+                 static_cast<int>(type));
+  }
+  auto res = std::make_shared<MwRes>();
+  res->mw = ibv_alloc_mw(res_->pd, static_cast<ibv_mw_type>(type));
+  if (res->mw == nullptr) {
+    return SysError(errno != 0 ? errno : EOPNOTSUPP,
+                    absl::StrFormat("ibv_alloc_mw(type %d)",
+                                    static_cast<int>(type)));
+  }
+  res->pd = res_;
+  return std::unique_ptr<Mw>(new HwMw(std::move(res), type, this));
+}
+
+absl::StatusOr<std::unique_ptr<Srq>> HwPd::CreateSrq(const SrqAttr& attr) {
+  if (absl::Status s = Check(); !s.ok()) return s;
+  const DeviceAttr& dev = context_->device_attr();
+  if (dev.max_srq <= 0) {
+    return Errno(EOPNOTSUPP, "CreateSrq: %s has no shared receive queues",
+                 dev.name);
+  }
+  if (attr.max_wr < 1 ||
+      attr.max_wr > static_cast<uint32_t>(std::max(dev.max_srq_wr, 0)) ||
+      attr.max_sge > static_cast<uint32_t>(std::max(dev.max_srq_sge, 0))) {
+    return Errno(EINVAL,
+                 "CreateSrq: max_wr %u, max_sge %u outside 1..%d, 0..%d of %s",
+                 attr.max_wr, attr.max_sge, dev.max_srq_wr, dev.max_srq_sge,
+                 dev.name);
+  }
+  ibv_srq_init_attr init = {};
+  init.attr.max_wr = attr.max_wr;
+  init.attr.max_sge = attr.max_sge;
+  init.attr.srq_limit = attr.srq_limit;
+  auto res = std::make_shared<SrqRes>();
+  errno = 0;
+  res->srq = ibv_create_srq(res_->pd, &init);
+  if (res->srq == nullptr) {
+    return SysError(errno != 0 ? errno : EOPNOTSUPP,
+                    absl::StrFormat("ibv_create_srq(max_wr %u, max_sge %u)",
+                                    attr.max_wr, attr.max_sge));
+  }
+  res->pd = res_;
+  return std::unique_ptr<Srq>(new HwSrq(std::move(res), this));
 }
 
 // --- CompChannel ------------------------------------------------------------
@@ -1091,11 +1295,27 @@ absl::Status HwQp::CheckSendWr(size_t i, const SendWr& wr,
     return Errno(EINVAL, "PostSend qp %u: wr %zu (wr_id %u) opcode %d unknown",
                  qp_num_, i, wr.wr_id, op);
   }
+  ibv_mw* bind_mw = nullptr;
+  ibv_mr* bind_mr = nullptr;
   if (wr.opcode == WrOpcode::kBindMw) {
-    return Errno(EINVAL,
-                 "PostSend qp %u: wr %zu (wr_id %u) BIND_MW: SendWr carries no "
-                 "memory window",
-                 qp_num_, i, wr.wr_id);
+    auto* mw = dynamic_cast<HwMw*>(wr.bind_mw.mw);
+    if (mw == nullptr || mw->raw() == nullptr) {
+      return Errno(EINVAL,
+                   "PostSend qp %u: wr %zu (wr_id %u) BIND_MW needs a live hw "
+                   "memory window",
+                   qp_num_, i, wr.wr_id);
+    }
+    bind_mw = mw->raw();
+    if (wr.bind_mw.bind_info.mr != nullptr) {
+      auto* mr = dynamic_cast<HwMr*>(wr.bind_mw.bind_info.mr);
+      if (mr == nullptr || mr->raw() == nullptr) {
+        return Errno(EINVAL,
+                     "PostSend qp %u: wr %zu (wr_id %u) BIND_MW needs a live "
+                     "hw memory region",
+                     qp_num_, i, wr.wr_id);
+      }
+      bind_mr = mr->raw();
+    }
   }
   if ((wr.send_flags & ~kSendAllKnown) != 0) {
     return Errno(EINVAL,
@@ -1136,6 +1356,15 @@ absl::Status HwQp::CheckSendWr(size_t i, const SendWr& wr,
       out->wr.atomic.compare_add = wr.atomic.compare_add;
       out->wr.atomic.swap = wr.atomic.swap;
       out->wr.atomic.rkey = wr.atomic.rkey;
+      break;
+    case WrOpcode::kBindMw:
+      out->bind_mw.mw = bind_mw;
+      out->bind_mw.rkey = wr.bind_mw.rkey;
+      out->bind_mw.bind_info.mr = bind_mr;
+      out->bind_mw.bind_info.addr = wr.bind_mw.bind_info.addr;
+      out->bind_mw.bind_info.length = wr.bind_mw.bind_info.length;
+      out->bind_mw.bind_info.mw_access_flags =
+          wr.bind_mw.bind_info.mw_access_flags;
       break;
     default:
       break;
@@ -1196,13 +1425,24 @@ absl::Status HwQp::PostSend(absl::Span<const SendWr> wrs, size_t* bad_index) {
                           wr.send_flags));
     }
   }
+  // Posted BIND_MW requests give their windows the rkey they name.
+  for (size_t k = 0; k < valid; ++k) {
+    if (wrs[k].opcode == WrOpcode::kBindMw) {
+      if (auto* mw = dynamic_cast<HwMw*>(wrs[k].bind_mw.mw); mw != nullptr) {
+        mw->set_rkey(wrs[k].bind_mw.rkey);
+      }
+    }
+  }
   if (!invalid.ok() && bad_index != nullptr) *bad_index = valid;
   return invalid;
 }
 
-absl::Status HwQp::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
-  if (bad_index != nullptr) *bad_index = 0;
-  if (absl::Status s = Check(); !s.ok()) return s;
+// ibv_post_recv / ibv_post_srq_recv over `wrs`: `post` takes the linked
+// list and returns the ibverbs result and the bad WR; `who` names the queue
+// ("qp 5 in RTS") in errors.
+template <typename PostFn>
+absl::Status PostRecvList(absl::Span<const RecvWr> wrs, size_t* bad_index,
+                          const std::string& who, PostFn post) {
   if (wrs.empty()) return absl::OkStatus();
   size_t total_sge = 0;
   for (const RecvWr& wr : wrs) total_sge += wr.sg_list.size();
@@ -1214,8 +1454,8 @@ absl::Status HwQp::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
   for (; valid < wrs.size(); ++valid) {
     const RecvWr& wr = wrs[valid];
     if (wr.sg_list.size() > static_cast<size_t>(INT_MAX)) {
-      invalid = Errno(EINVAL, "PostRecv qp %u: wr %zu (wr_id %u) has %zu SGEs",
-                      qp_num_, valid, wr.wr_id, wr.sg_list.size());
+      invalid = Errno(EINVAL, "PostRecv %s: wr %zu (wr_id %u) has %zu SGEs",
+                      who, valid, wr.wr_id, wr.sg_list.size());
       break;
     }
     ibv_sge* list = sges.data() + next_sge;
@@ -1230,7 +1470,7 @@ absl::Status HwQp::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
   }
   if (valid > 0) {
     ibv_recv_wr* bad = nullptr;
-    int ret = ibv_post_recv(res_->qp, raw.data(), &bad);
+    int ret = post(raw.data(), &bad);
     if (ret != 0) {
       size_t index = 0;
       if (bad >= raw.data() && bad < raw.data() + valid)
@@ -1238,14 +1478,155 @@ absl::Status HwQp::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
       if (bad_index != nullptr) *bad_index = index;
       return SysError(
           ErrnoFromReturn(ret),
-          absl::StrFormat("ibv_post_recv(qp %u in %s): wr %zu (wr_id %u, %zu "
-                          "sge)",
-                          qp_num_, QpStateName(state()), index,
-                          wrs[index].wr_id, wrs[index].sg_list.size()));
+          absl::StrFormat("post recv (%s): wr %zu (wr_id %u, %zu sge)", who,
+                          index, wrs[index].wr_id, wrs[index].sg_list.size()));
     }
   }
   if (!invalid.ok() && bad_index != nullptr) *bad_index = valid;
   return invalid;
+}
+
+absl::Status HwQp::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
+  if (bad_index != nullptr) *bad_index = 0;
+  if (absl::Status s = Check(); !s.ok()) return s;
+  if (wrs.empty()) return absl::OkStatus();
+  ibv_qp* qp = res_->qp;
+  return PostRecvList(
+      wrs, bad_index,
+      absl::StrFormat("ibv_post_recv, qp %u in %s", qp_num_,
+                      QpStateName(state())),
+      [qp](ibv_recv_wr* list, ibv_recv_wr** bad) {
+        return ibv_post_recv(qp, list, bad);
+      });
+}
+
+absl::Status HwSrq::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
+  if (bad_index != nullptr) *bad_index = 0;
+  if (res_ == nullptr) return Dead(absl::StrFormat("srq %u", id_));
+  ibv_srq* srq = res_->srq;
+  return PostRecvList(wrs, bad_index,
+                      absl::StrFormat("ibv_post_srq_recv, srq %u", id_),
+                      [srq](ibv_recv_wr* list, ibv_recv_wr** bad) {
+                        return ibv_post_srq_recv(srq, list, bad);
+                      });
+}
+
+absl::Status HwQp::BindMw(Mw* mw, const MwBind& bind) {
+  if (absl::Status s = Check(); !s.ok()) return s;
+  auto* hw_mw = dynamic_cast<HwMw*>(mw);
+  if (hw_mw == nullptr || hw_mw->raw() == nullptr) {
+    return Errno(EINVAL, "BindMw qp %u: not a live hw memory window", qp_num_);
+  }
+  ibv_mr* mr = nullptr;
+  if (bind.bind_info.mr != nullptr) {
+    auto* hw_mr = dynamic_cast<HwMr*>(bind.bind_info.mr);
+    if (hw_mr == nullptr || hw_mr->raw() == nullptr) {
+      return Errno(EINVAL, "BindMw qp %u: not a live hw memory region",
+                   qp_num_);
+    }
+    mr = hw_mr->raw();
+  }
+  ibv_mw_bind b = {};
+  b.wr_id = bind.wr_id;
+  b.send_flags = bind.send_flags;
+  b.bind_info.mr = mr;
+  b.bind_info.addr = bind.bind_info.addr;
+  b.bind_info.length = bind.bind_info.length;
+  b.bind_info.mw_access_flags = bind.bind_info.mw_access_flags;
+  // ibv_bind_mw (verbs.h) refuses a type 2 window and a length without a
+  // region (EINVAL) and a region of another PD (EPERM) itself.
+  int ret = ibv_bind_mw(res_->qp, hw_mw->raw(), &b);
+  if (ret != 0) {
+    return SysError(
+        ErrnoFromReturn(ret),
+        absl::StrFormat("ibv_bind_mw(qp %u, rkey 0x%x, addr 0x%x, length %u, "
+                        "%s)",
+                        qp_num_, hw_mw->rkey(), bind.bind_info.addr,
+                        bind.bind_info.length,
+                        AccessFlagsName(bind.bind_info.mw_access_flags)));
+  }
+  hw_mw->set_rkey(hw_mw->raw()->rkey);
+  return absl::OkStatus();
+}
+
+absl::Status HwQp::AttachMcast(const Gid& gid, uint16_t lid) {
+  if (absl::Status s = Check(); !s.ok()) return s;
+  ibv_gid g;
+  std::memcpy(g.raw, gid.data(), sizeof(g.raw));
+  int ret = ibv_attach_mcast(res_->qp, &g, lid);
+  if (ret != 0) {
+    return SysError(ErrnoFromReturn(ret),
+                    absl::StrFormat("ibv_attach_mcast(qp %u, %s, lid %u)",
+                                    qp_num_, GidToString(gid), lid));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HwQp::DetachMcast(const Gid& gid, uint16_t lid) {
+  if (absl::Status s = Check(); !s.ok()) return s;
+  ibv_gid g;
+  std::memcpy(g.raw, gid.data(), sizeof(g.raw));
+  int ret = ibv_detach_mcast(res_->qp, &g, lid);
+  if (ret != 0) {
+    return SysError(ErrnoFromReturn(ret),
+                    absl::StrFormat("ibv_detach_mcast(qp %u, %s, lid %u)",
+                                    qp_num_, GidToString(gid), lid));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HwMr::Rereg(uint32_t flags, Pd* pd, void* addr, size_t length,
+                         uint32_t access) {
+  if (res_ == nullptr) return Dead(absl::StrFormat("mr lkey 0x%x", lkey_));
+  if (flags == 0 || (flags & ~kReregAllKnown) != 0) {
+    return Errno(EINVAL, "Rereg mr lkey 0x%x: flags 0x%x (known: 0x%x)", lkey_,
+                 flags, kReregAllKnown);
+  }
+  std::shared_ptr<PdRes> new_pd;
+  if (flags & kReregChangePd) {
+    auto* hw_pd = dynamic_cast<HwPd*>(pd);
+    if (hw_pd == nullptr || hw_pd->res() == nullptr) {
+      return Errno(EINVAL, "Rereg mr lkey 0x%x: not a live hw pd", lkey_);
+    }
+    new_pd = hw_pd->res();
+  }
+  if (flags & kReregChangeAccess) {
+    if ((access & ~kAccessAllKnown) != 0) {
+      return Errno(EINVAL, "Rereg mr lkey 0x%x: unknown access bits 0x%x",
+                   lkey_, access & ~kAccessAllKnown);
+    }
+    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&
+        (access & kAccessLocalWrite) == 0) {
+      return Errno(EINVAL, "Rereg mr lkey 0x%x: access %s needs LOCAL_WRITE",
+                   lkey_, AccessFlagsName(access));
+    }
+  }
+  errno = 0;
+  int ret = ibv_rereg_mr(res_->mr, static_cast<int>(flags),
+                         new_pd != nullptr ? new_pd->pd : nullptr, addr,
+                         length, static_cast<int>(access));
+  if (ret != 0) {
+    // IBV_REREG_MR_ERR_INPUT (-1): bad arguments; the others leave errno.
+    const int err = ret == IBV_REREG_MR_ERR_INPUT ? EINVAL
+                    : errno != 0                  ? errno
+                                                  : EIO;
+    return SysError(err, absl::StrFormat("ibv_rereg_mr(lkey 0x%x, flags 0x%x) "
+                                         "returned %d",
+                                         lkey_, flags, ret));
+  }
+  ibv_mr* mr = res_->mr;
+  lkey_ = mr->lkey;
+  rkey_ = mr->rkey;
+  if (flags & kReregChangeTranslation) {
+    addr_ = addr;
+    length_ = length;
+  }
+  if (flags & kReregChangeAccess) access_ = access;
+  if (new_pd != nullptr) {
+    res_->pd = std::move(new_pd);
+    pd_ = pd;
+  }
+  return absl::OkStatus();
 }
 
 // Builds a Context over `ctx`; closes it on failure when `owned`.

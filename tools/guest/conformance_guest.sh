@@ -8,11 +8,26 @@
 # Exit status: 0 when every binary ran to its end (whatever its tests
 # said: the XML tells), 1 when one crashed, hung or wrote no XML, 125 when a
 # provider's device is not there.
+#
+# Cases that crash the guest KERNEL are left out (a kernel oops ends the
+# whole guest, and with it every later result), each with its reason; the
+# list is printed and written to <device>/excluded.txt.
 set -u
 bin="$1"
 shift
 per_binary_timeout="${VERBSIM_GUEST_TEST_TIMEOUT:-600}"
 status=0
+
+# Pattern<TAB>reason, per device kind (the device name less its number).
+excluded_cases() {
+  case "$1" in
+    rxe)
+      printf '%s\t%s\n' \
+        '*LocalInvalidateRefusedTest.CompletesInError/*UnboundType2*' \
+        'LOCAL_INV of a type 2 window never bound: NULL dereference in the 6.1 kernel (rxe_mw.c rxe_check_invalidate_mw lets a FREE window through, rxe_do_invalidate_mw puts its NULL qp)'
+      ;;
+  esac
+}
 
 for spec in "$@"; do
   device="${spec#hw:}"
@@ -24,12 +39,20 @@ for spec in "$@"; do
     exit 125
   fi
   ibv_devinfo -v -d "${device}" >"${dir}/ibv_devinfo.txt" 2>&1
+  excluded_cases "${device%%[0-9]*}" >"${dir}/excluded.txt"
+  filter=""
+  while IFS=$'\t' read -r pattern reason; do
+    [[ -n "${pattern}" ]] || continue
+    filter+="${filter:+:}${pattern}"
+    echo "conformance_guest: ${spec}: not run: ${pattern}: ${reason}"
+  done <"${dir}/excluded.txt"
   for test in hw/hw_test tests/conformance_test; do
     name="$(basename "${test}")"
     rm -f "${dir}/${name}.xml"
     start="$(date +%s)"
     VERBSIM_PROVIDER="${spec}" timeout --kill-after=10 "${per_binary_timeout}" \
       "${bin}/${test}" --gtest_output="xml:${dir}/${name}.xml" \
+      ${filter:+"--gtest_filter=-${filter}"} \
       >"${dir}/${name}.log" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))

@@ -156,6 +156,7 @@ note "RDMA ready (set-up took $(awk -v a="${t0}" -v b="$(cut -d' ' -f1 /proc/upt
 . "${ctl}/guest.env"
 ulimit -l unlimited
 ulimit -c 0
+: >"${ctl}/started"
 bash "${ctl}/command.sh" >"${ctl}/stdout" 2>"${ctl}/stderr" </dev/null
 status=$?
 note "command exited with status ${status}"

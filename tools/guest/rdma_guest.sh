@@ -488,6 +488,15 @@ if [[ ! -s "${ctl}/status" ]]; then
     echo "rdma_guest: the guest ran past VERBSIM_GUEST_TIMEOUT=${timeout_s} s and was stopped" >&2
     exit 124
   fi
+  if grep -q 'Kernel panic' "${ctl}/console.log"; then
+    if [[ -e "${ctl}/started" ]]; then
+      die "the guest kernel panicked while the command ran (console above)"
+    fi
+    die "the guest kernel panicked during set-up (console above)"
+  fi
+  if [[ -e "${ctl}/started" ]]; then
+    die "the guest stopped while the command ran, without its status (qemu exit ${qemu_rc})"
+  fi
   die "the guest stopped without running the command (qemu exit ${qemu_rc})"
 fi
 exit "$(cat "${ctl}/status")"
