@@ -5,10 +5,13 @@
 //   verbsim run FILE             a scenario file (docs/scenarios/*.scenario)
 //   verbsim help [COMMAND]       usage
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -365,6 +368,13 @@ int Tour(const Options& o) {
 }
 
 int Main(int argc, char** argv) {
+  // Under `bazel run`, files named on the command line are relative to where
+  // bazel was run, not to the runfiles tree.
+  if (const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
+      dir != nullptr && *dir != '\0' && chdir(dir) != 0) {
+    std::fprintf(stderr, "verbsim: cannot enter %s\n", dir);
+    return kExitUsage;
+  }
   if (argc < 2) {
     std::fprintf(stderr, "%s", kMainHelp);
     return kExitUsage;
