@@ -487,11 +487,17 @@ class HwMw final : public Mw {
   Pd* pd() const override { return pd_; }
 
   ibv_mw* raw() const { return res_ != nullptr ? res_->mw : nullptr; }
-  // ibv_bind_mw(3) gives a type 1 window its next rkey in ibv_mw::rkey; a
+  // ibv_bind_mw(3) gives a type 1 window its next rkey in ibv_mw::rkey. A
   // type 2 window gets the rkey its BIND_MW work request names when that is
-  // posted (as an application tracks it: ibv_post_send(3) does not touch
-  // ibv_mw::rkey).
-  void set_rkey(uint32_t rkey) { rkey_ = rkey; }
+  // posted: ibv_post_send(3) does not touch ibv_mw::rkey, so it is written
+  // here as an application must (rdma-core's rxe provider sends ibv_mw::rkey
+  // as the window's current rkey with the next bind, and the kernel refuses
+  // that bind with MW_BIND_ERR when it is stale). A bind that then fails
+  // leaves the window with its old rkey, as ibv_bind_mw(3) warns.
+  void set_rkey(uint32_t rkey) {
+    rkey_ = rkey;
+    if (res_ != nullptr && res_->mw != nullptr) res_->mw->rkey = rkey;
+  }
 
  private:
   std::shared_ptr<MwRes> res_;
@@ -1689,15 +1695,16 @@ absl::StatusOr<std::vector<std::string>> DevicesLike(absl::string_view name) {
   absl::StatusOr<std::vector<ibv_device*>> devices = DeviceList(&list);
   if (!devices.ok()) return devices.status();
   // What tells two devices of one driver apart from others: the transport
-  // and the vendor and part ids (ibv_query_device needs an open context).
+  // and the vendor id (ibv_query_device needs an open context). Not the part
+  // id: siw numbers its devices with it (siw_main.c, vendor_part_id =
+  // dev_id++).
   struct Kind {
     int transport = -1;
     uint32_t vendor_id = 0;
-    uint32_t vendor_part_id = 0;
     bool known = false;
     bool operator==(const Kind& o) const {
       return known && o.known && transport == o.transport &&
-             vendor_id == o.vendor_id && vendor_part_id == o.vendor_part_id;
+             vendor_id == o.vendor_id;
     }
   };
   auto kind_of = [](ibv_device* device) {
@@ -1708,7 +1715,6 @@ absl::StatusOr<std::vector<std::string>> DevicesLike(absl::string_view name) {
     ibv_device_attr attr = {};
     if (ibv_query_device(ctx, &attr) == 0) {
       kind.vendor_id = attr.vendor_id;
-      kind.vendor_part_id = attr.vendor_part_id;
       kind.known = true;
     }
     ibv_close_device(ctx);

@@ -41,8 +41,8 @@ struct CmId {
 // (ibv_get_device_list fails with ENOSYS on a kernel without RDMA).
 absl::StatusOr<std::vector<std::string>> DeviceNames();
 
-// `name` first, then the other devices of the same kind (same transport,
-// vendor and part: rxe1 for rxe0, siw1 for siw0), in the order
+// `name` first, then the other devices of the same kind (same transport and
+// vendor id: rxe1 for rxe0, siw1 for siw0), in the order
 // ibv_get_device_list gives them; ENODEV when `name` is absent.
 absl::StatusOr<std::vector<std::string>> DevicesLike(absl::string_view name);
 
