@@ -98,11 +98,175 @@ struct Prog {
   Prog& ProbeRemote(uint8_t kind, uint8_t key_mode, uint8_t key, uint8_t len,
                     uint16_t addr, uint64_t operand) {
     w.U8(kOpProbeRemote).U8(kind).U8(key_mode).U8(key);
+    if (key_mode == 11) w.U8(3);  // a forged window key: which bit
     if (kind < 2) w.U8(len);
     w.U16(addr).U64(operand);
     return *this;
   }
+  // Re-registration: CHANGE_* `flags`, PD slot `pd` (pds: none), a new
+  // range at arena + off (length mode 2) and access.
+  Prog& Rereg(uint8_t mr, uint8_t flags, uint8_t pd, uint16_t off,
+              uint16_t len, uint8_t access) {
+    w.U8(kOpRereg).U8(mr).U8(flags).U8(pd).U8(0).U16(off).U8(2).U16(len)
+        .U8(access);
+    if (!(flags & 4)) w.U8(0);
+    return *this;
+  }
+  // type: 0 type 1, 4 type 2, 7 a bad type.
+  Prog& AllocMw(uint8_t pd, uint8_t type) {
+    w.U8(kOpAllocMw).U8(pd).U8(type);
+    return *this;
+  }
+  Prog& DeallocMw(uint8_t mw, bool drop = false) {
+    w.U8(kOpDeallocMw).U8(mw).U8(drop ? 1 : 0);
+    return *this;
+  }
+  // how: bit 0 work request, bit 1 unsignaled. The window starts `off`
+  // bytes into region `mr` (mr == number of MRs: no region, address 0)
+  // and is `len` (< 256) bytes long; rights: bits 0-2 remote write, read,
+  // atomic.
+  Prog& BindMw(uint8_t mw, uint8_t how, uint8_t mr, uint8_t off, uint8_t len,
+               uint8_t rights, uint8_t rkey_mode = 0) {
+    w.U8(kOpBindMw).U8(mw).U8(how).U8(mr);
+    if (off == 0xff) {
+      w.U8(6);  // address 0
+    } else {
+      w.U8(0).U8(off);
+    }
+    if (len == 0) {
+      w.U8(0);
+    } else {
+      w.U8(1).U8(len);
+    }
+    w.U8(rights);
+    if (how & 1) w.U8(rkey_mode);
+    return *this;
+  }
+  // Key modes 8 (a window's current rkey), 10 (stale), 2 (an MR's rkey).
+  Prog& LocalInv(uint8_t key_mode, uint8_t key) {
+    w.U8(kOpLocalInv).U8(key_mode).U8(key);
+    if (key_mode == 11) w.U8(3);
+    w.U8(0);
+    return *this;
+  }
 };
+
+// RW, RR, RA as a bind's rights byte.
+constexpr uint8_t kWinW = 1, kWinR = 2, kWinA = 4;
+
+void GenerateWindows(const fs::path& dir) {
+  // The arena's region starts 64 bytes (the guard) into the buffer; a
+  // probe's address is an offset into the buffer.
+  for (uint8_t profile = 0; profile < 2; ++profile) {
+    {  // Type 1: bind, use, bounds and rights, rebind (stale key), busy
+       // region, unbind, dereg.
+      Prog p(profile, 20, 0);
+      p.Reg(0, 0, 1024, kAll | kMW);  // MR 0, key #1
+      p.AllocMw(0, 0);
+      p.BindMw(0, 0, 0, 64, 128, kWinR | kWinW);  // [128, 256) of the buffer
+      p.ProbeRemote(1, 8, 0, 32, 130, 0);
+      p.ProbeRemote(0, 8, 0, 16, 140, 0);
+      p.ProbeRemote(1, 8, 0, 32, 240, 0);   // past the window's end
+      p.ProbeRemote(2, 8, 0, 8, 136, 1);    // no atomic right
+      p.ProbeRemote(1, 8, 0, 32, 100, 0);   // in the region, not the window
+      p.BindMw(0, 0, 0, 0, 200, kWinR | kWinA, 0);
+      p.ProbeRemote(1, 10, 0, 16, 130, 0);  // the stale key
+      p.ProbeRemote(3, 8, 0, 8, 72, 3);     // atomic through the new one
+      p.ProbeRemote(1, 11, 0, 16, 130, 0);  // forged
+      p.Dereg(0);                           // busy
+      p.Rereg(0, 4, 0, 0, 0, kLW);          // busy
+      p.LocalInv(8, 0);                     // type 1: not invalidatable
+      p.BindMw(0, 0, 1, 0xff, 0, 0);        // unbind (no region)
+      p.ProbeRemote(1, 9, 0, 16, 130, 0);
+      p.Dereg(0);
+      p.DeallocMw(0);
+      p.DeallocMw(0);
+      Write(dir, "reg-mw-type1-p" + std::to_string(profile), p.w);
+    }
+    {  // Type 2: bind by work request, use, invalidate, rebind, busy
+       // rebind, zero length, foreign index, dealloc while bound.
+      Prog p(profile, 21, 0);
+      p.Reg(0, 0, 1024, kAll | kMW);
+      p.AllocMw(0, 4);
+      p.BindMw(0, 1, 0, 64, 128, kWinR | kWinW | kWinA, 0);
+      p.ProbeRemote(1, 8, 0, 32, 130, 0);
+      p.ProbeRemote(3, 8, 0, 8, 128, 9);
+      p.LocalInv(8, 0);
+      p.ProbeRemote(1, 10, 0, 32, 130, 0);
+      p.ProbeRemote(1, 9, 0, 32, 130, 0);
+      p.LocalInv(10, 0);                     // stale: refused
+      p.BindMw(0, 1, 0, 0, 64, kWinR, 0);
+      p.BindMw(0, 1, 0, 0, 64, kWinR, 0);    // bound already
+      p.BindMw(0, 1, 0, 0, 0, kWinR, 0);     // length 0
+      p.BindMw(0, 1, 0, 0, 64, kWinR, 6);    // another index
+      p.BindMw(0, 1, 0, 0, 64, kWinR, 5);    // the same key
+      p.ProbeRemote(1, 8, 0, 16, 70, 0);
+      p.DeallocMw(0);                        // while bound
+      p.ProbeRemote(1, 8, 0, 16, 70, 0);
+      p.Dereg(0);
+      Write(dir, "reg-mw-type2-p" + std::to_string(profile), p.w);
+    }
+    {  // Refused binds (each puts the QP in ERR) and post errors.
+      Prog p(profile, 22, 0);
+      p.Reg(0, 0, 1024, kAll | kMW);   // MR 0
+      p.Reg(0, 1024, 512, kAll);       // MR 1: no MW_BIND
+      p.Reg(0, 2048, 512, kRR | kMW);  // MR 2: no LOCAL_WRITE
+      p.AllocPd();
+      p.Reg(1, 3000, 256, kAll | kMW); // MR 3, PD 1
+      p.AllocMw(0, 0).AllocMw(0, 4).AllocMw(1, 0).AllocMw(1, 4);
+      p.AllocMw(0, 7);                          // bad type
+      p.BindMw(0, 0, 1, 0, 64, kWinR);          // C10-73
+      p.BindMw(0, 0, 0, 200, 255, kWinR);       // inside? 200 + 255 < 1024
+      p.BindMw(0, 0, 0, 0xff, 64, kWinR);       // address 0: outside
+      p.BindMw(0, 0, 2, 0, 64, kWinW);          // C10-74
+      p.BindMw(0, 0, 2, 0, 64, kWinR);          // fine
+      p.BindMw(1, 0, 0, 0, 64, kWinR);          // type 2 by the verb
+      p.BindMw(0, 1, 0, 0, 64, kWinR, 0);       // type 1 by work request
+      p.BindMw(0, 0, 3, 0, 64, kWinR);          // region of PD 1: EPERM
+      p.BindMw(2, 0, 3, 0, 64, kWinR);          // window of PD 1: C10-72
+      p.BindMw(3, 1, 3, 0, 64, kWinR, 0);       // type 2 of PD 1
+      p.BindMw(0, 0, 0, 0, 64, 0xf0);           // a u32 of rights follows
+      p.w.U32(kLW | kRR);
+      p.BindMw(0, 0, 4, 0, 64, kWinR);          // no region, a length
+      p.DestroyPd(1);                           // MR 3 and windows: busy
+      p.Dereg(3);
+      p.DestroyPd(1);                           // windows only: busy
+      p.DeallocMw(2).DeallocMw(3, true);
+      p.DestroyPd(1);
+      Write(dir, "reg-mw-bind-errors-p" + std::to_string(profile), p.w);
+    }
+    {  // Re-registration: access, translation, PD, and bad input.
+      Prog p(profile, 23, 0);
+      p.Reg(0, 0, 1024, kAll);
+      p.Rereg(0, 4, 0, 0, 0, kLW | kRR);        // narrow
+      p.ProbeRemote(0, 2, 1, 16, 100, 0);
+      p.ProbeRemote(1, 2, 1, 16, 100, 0);
+      p.Rereg(0, 1, 0, 2048, 512, 0);           // move
+      p.ProbeRemote(1, 2, 1, 16, 100, 0);
+      p.ProbeRemote(1, 2, 1, 16, 64 + 2048 + 8, 0);
+      p.ProbeLocal(false, 0, 1, 16, 64 + 2048);
+      p.AllocPd();
+      p.Rereg(0, 2, 1, 0, 0, 0);                // to PD 1
+      p.ProbeRemote(1, 2, 1, 16, 64 + 2048 + 8, 0);
+      p.DestroyPd(1);                           // busy now
+      p.Rereg(0, 2, 0, 0, 0, 0);                // back
+      p.DestroyPd(1);
+      p.Rereg(0, 2, 1, 0, 0, 0);                // to a destroyed PD
+      p.Rereg(0, 2, 2, 0, 0, 0);                // to no PD
+      p.Rereg(0, 7, 0, 0, 0, kAll);             // all three
+      p.Rereg(0, 1, 0, 0, 0, 0);                // translation, length 0
+      p.Rereg(0, 4, 0, 0, 0, kRW);              // no local write
+      p.Rereg(0, 0, 0, 0, 0, 0);                // no flags
+      p.w.U8(kOpRereg).U8(0).U8(0xf0).U32(0x40).U8(0).U8(0).U16(0).U8(2)
+          .U16(8).U8(0).U8(0);                  // an unknown flag
+      p.Rereg(0, 4, 0, 0, 0, kLW);
+      p.ProbeRemote(0, 2, 1, 16, 64 + 8, 0);
+      p.Dereg(0);
+      p.Rereg(0, 4, 0, 0, 0, kLW);              // deregistered
+      Write(dir, "reg-rereg-p" + std::to_string(profile), p.w);
+    }
+  }
+}
 
 void Generate(const fs::path& dir) {
   // Every access mix on a valid buffer, then probes of each kind of access.
@@ -207,6 +371,7 @@ void Generate(const fs::path& dir) {
     for (int i = 1; i < 11; ++i) p.ProbeRemote(1, 2, i, 8, 64 + i * 300 + 4, 0);
     Write(dir, "reg-many", p.w);
   }
+  GenerateWindows(dir);
 }
 
 }  // namespace reg
@@ -262,16 +427,43 @@ struct Prog {
     w.U8(kOpBatch);
     return BatchBody(wrs);
   }
+  // flags: bit 0 type 2, bit 1 the other PD.
+  Prog& AllocWindow(uint8_t flags) {
+    w.U8(kOpAllocWindow).U8(flags);
+    return *this;
+  }
+  // shape 0: the whole MR; 1: [off, +len); 2: past its end; 3: length 0.
+  // rights: bits 0-2 remote write, read, atomic.
+  Prog& BindWindow(uint8_t win, uint8_t mr, uint8_t shape, uint8_t rights,
+                   uint8_t off = 0, uint8_t len = 0, bool unsignaled = false) {
+    w.U8(kOpBindWindow).U8(win).U8(mr).U8(shape);
+    if (shape == 1) w.U8(off).U8(len);
+    if (shape == 2) w.U8(off);
+    w.U8(rights).U8(unsignaled ? 1 : 0);
+    return *this;
+  }
+  // mode 0: current key, 2: stale, 3: forged.
+  Prog& Invalidate(uint8_t win, uint8_t mode) {
+    w.U8(kOpInvalidateWindow).U8(win).U8(mode);
+    return *this;
+  }
+  Prog& DeallocWindow(uint8_t win) {
+    w.U8(kOpDeallocWindow).U8(win);
+    return *this;
+  }
   Prog& BatchBody(const std::vector<Wr>& wrs) {
     w.U8(static_cast<uint8_t>(wrs.size() - 1));
     for (const Wr& r : wrs) {
       w.U8(r.kind);
       w.U8(r.key_mode).U8(r.key);
       if (r.key_mode == 3) w.U8(5);
+      if (r.key_mode == 8) w.U8(9);  // a forged window key: which bit
       w.U8(r.addr_mode);
       switch (r.addr_mode) {
         case 0: w.U8(r.key).U16(static_cast<uint16_t>(r.off)); break;
         case 2: w.U8(r.key).U8(static_cast<uint8_t>(r.off)); break;
+        case 6:
+        case 7: w.U8(r.key).U8(static_cast<uint8_t>(r.off)); break;
         default: w.U16(static_cast<uint16_t>(r.off)); break;
       }
       w.U8(r.flags);
@@ -415,6 +607,83 @@ void Generate(const fs::path& dir) {
       p.Batch({wi, wi, s});
       Write(dir, "rkey-send-inv-p" + std::to_string(profile), p.w);
     }
+  }
+  // Windows over the target regions: type 1 and 2, each op through them,
+  // bounds and rights of the window, stale and forged keys, invalidation
+  // (local and by send with invalidate), dealloc, busy deregistration.
+  for (uint8_t profile = 0; profile < 2; ++profile) {
+    Prog p(profile, 9, 0, 2);
+    p.Register(0, false, kAll | kMW).Register(1, false, kAll)
+        .Register(2, true, kAll | kMW).Register(3, false, kRR | kMW);
+    p.AllocWindow(0).AllocWindow(1).AllocWindow(2).AllocWindow(3);
+    p.BindWindow(0, 0, 1, 3, 16, 64);       // type 1: [16, 80) of region 0
+    p.BindWindow(1, 0, 0, 7);               // type 2: all of region 0
+    Wr w;
+    w.key_mode = 6;
+    w.key = 0;
+    w.addr_mode = 6;
+    w.off = 0;
+    w.len_mode = 5;  // 64
+    for (uint8_t kind : {kWrite, kRead, kWriteImm}) {
+      w.kind = kind;
+      p.Batch({w});
+    }
+    w.off = 8;  // 8 past the window's start: over its end
+    p.Batch({w});
+    w.kind = kCas;  // no atomic right
+    w.off = 0;
+    p.Batch({w});
+    w.key = 1;  // the type 2 window
+    p.Batch({w});
+    w.kind = kFaa;
+    p.Batch({w});
+    w.kind = kWrite;
+    w.len_mode = 7;  // 200
+    p.Batch({w});
+    p.Deregister(0);                        // busy
+    p.BindWindow(0, 0, 1, 1, 100, 32);      // rebind: the old key is stale
+    Wr stale = w;
+    stale.key_mode = 7;
+    stale.key = 0;
+    stale.len_mode = 3;
+    p.Batch({stale});
+    Wr forged = stale;
+    forged.key_mode = 8;
+    p.Batch({forged});
+    p.BindWindow(1, 0, 0, 7);               // type 2 bound already
+    p.BindWindow(1, 0, 0, 7);
+    Wr inv;
+    inv.kind = kSendInv;
+    inv.key_mode = 6;
+    inv.key = 1;
+    inv.len_mode = 5;
+    inv.recv_cap = 64;
+    Wr use = w;
+    use.key = 1;
+    use.len_mode = 3;
+    p.Batch({use, inv, use});               // the third meets a dead key
+    p.BindWindow(1, 0, 1, 2, 0, 32);
+    inv.key = 0;
+    p.Batch({inv});                         // the type 1 window: refused
+    p.Invalidate(1, 0);
+    p.Invalidate(1, 0);                     // invalidated already
+    p.BindWindow(1, 0, 0, 2);
+    p.Invalidate(1, 2);                     // stale
+    p.BindWindow(1, 0, 3, 2);               // length 0: refused
+    p.BindWindow(2, 2, 0, 2);               // other PD's window and region
+    p.BindWindow(3, 2, 0, 2);
+    p.BindWindow(0, 1, 0, 2);               // region without MW_BIND
+    p.BindWindow(0, 3, 0, 1);               // remote write, no local write
+    p.BindWindow(0, 0, 2, 2, 3);            // past the region's end
+    p.BindWindow(0, 3, 0, 2, 0, 0, true);   // unsignaled, fine
+    p.Batch({w});
+    p.BindWindow(0, 0, 3, 0);               // unbind
+    p.Deregister(3);
+    p.DeallocWindow(1);
+    p.Batch({use});
+    p.DeallocWindow(1);
+    p.Deregister(0);
+    Write(dir, "rkey-windows-p" + std::to_string(profile), p.w);
   }
   {  // The server QP's access flags: each REMOTE_* taken away.
     Prog p(0, 5, 0x80 | kAll, 2);

@@ -48,6 +48,14 @@ ProfileRules RulesFor(const std::string& profile) {
     // "a zero-byte op need not carry a valid addr/rkey".
     r.zero_length_skips_rkey = true;
     r.qp_access_denied = {WcStatus::kRemInvReqErr};
+    // docs/mw.md: rxe 6.1 checks C10-72 for type 2 windows only, lets any
+    // QP invalidate a window, refuses dereg with windows bound with EINVAL
+    // and has no ibv_rereg_mr before 6.5.
+    r.bind_checks_pd = false;
+    r.invalidate_checks_qp = false;
+    r.dereg_bound_mr_errno = EINVAL;
+    r.supports_rereg = false;
+    r.local_inv_refused = {WcStatus::kLocQpOpErr};
     return r;
   }
   // The spec and what rdma-unit-test expects of hardware.
@@ -62,6 +70,12 @@ ProfileRules RulesFor(const std::string& profile) {
   r.zero_length_skips_rkey = true;
   // "error (remote)": the spec's invalid request or a remote access error.
   r.qp_access_denied = {WcStatus::kRemInvReqErr, WcStatus::kRemAccessErr};
+  r.bind_checks_pd = true;
+  r.invalidate_checks_qp = true;
+  r.dereg_bound_mr_errno = EBUSY;
+  r.supports_rereg = true;
+  // docs/mw.md: a LOCAL_INV that cannot invalidate completes LOC_QP_OP_ERR.
+  r.local_inv_refused = {WcStatus::kLocQpOpErr};
   return r;
 }
 
@@ -110,6 +124,7 @@ const char* KeyVerdictName(KeyVerdict v) {
     case KeyVerdict::kOtherPd: return "MR of another PD";
     case KeyVerdict::kOutOfRange: return "range not inside the MR";
     case KeyVerdict::kNoAccess: return "MR lacks the access";
+    case KeyVerdict::kWrongQp: return "type 2 window of another QP";
   }
   return "?";
 }
@@ -132,6 +147,9 @@ int KeyModel::Add(const ModelMr& mr) {
             mr.node, " share key 0x", absl::Hex(key));
       }
     }
+  }
+  for (uint32_t key : {mr.lkey, mr.rkey}) {
+    NoteKey(mr.node, key, index, -1, absl::StrCat("MR #", index));
   }
   by_lkey_[{mr.node, mr.lkey}] = index;
   by_rkey_[{mr.node, mr.rkey}] = index;
@@ -164,22 +182,282 @@ int KeyModel::LiveOnNode(int node) const {
 
 KeyVerdict KeyModel::Check(int node, uint32_t key, bool remote, int pd,
                            uint64_t addr, uint64_t len,
-                           uint32_t required) const {
-  const std::map<Where, int>& table = remote ? by_rkey_ : by_lkey_;
-  auto it = table.find({node, key});
-  if (it == table.end()) return KeyVerdict::kNoSuchKey;
-  const ModelMr* found = &mrs_[it->second];
-  if (found->pd != pd) return KeyVerdict::kOtherPd;
+                           uint32_t required, int qp) const {
   // In 128 bits, so nothing wraps.
   using U = unsigned __int128;
-  const U lo = found->addr;
-  const U hi = lo + found->length;
-  const U a = addr;
-  const U b = a + len;
-  if (a < lo || b > hi) return KeyVerdict::kOutOfRange;
+  auto inside = [&](uint64_t base, uint64_t size) {
+    const U a = addr;
+    return a >= base && a + len <= U{base} + size;
+  };
+  const std::map<Where, int>& table = remote ? by_rkey_ : by_lkey_;
+  auto it = table.find({node, key});
+  if (it == table.end()) {
+    // Windows have rkeys only, and answer only while bound.
+    if (!remote) return KeyVerdict::kNoSuchKey;
+    auto w = by_mw_rkey_.find({node, key});
+    if (w == by_mw_rkey_.end()) return KeyVerdict::kNoSuchKey;
+    const ModelMw& mw = mws_[w->second];
+    if (!mw.bound) return KeyVerdict::kNoSuchKey;
+    // IBA 10.6.7.3 (o10-39..): the window's PD, for type 2 its QP, its
+    // bounds and its rights.
+    if (mw.pd != pd) return KeyVerdict::kOtherPd;
+    if (mw.type == MwType::kType2 && mw.qp != qp) return KeyVerdict::kWrongQp;
+    if (!inside(mw.addr, mw.length)) return KeyVerdict::kOutOfRange;
+    if ((mw.access & required) != required) return KeyVerdict::kNoAccess;
+    return KeyVerdict::kOk;
+  }
+  const ModelMr* found = &mrs_[it->second];
+  if (found->pd != pd) return KeyVerdict::kOtherPd;
+  if (!inside(found->addr, found->length)) return KeyVerdict::kOutOfRange;
   if ((found->access & required) != required) return KeyVerdict::kNoAccess;
   return KeyVerdict::kOk;
 }
+
+// --- Re-registration ---------------------------------------------------------
+
+void KeyModel::Rereg(int index, uint32_t flags, int pd, uint64_t addr,
+                     uint64_t length, uint32_t access) {
+  ModelMr& m = mrs_[index];
+  if (flags & kReregChangePd) m.pd = pd;
+  if (flags & kReregChangeTranslation) {
+    m.addr = addr;
+    m.length = length;
+  }
+  if (flags & kReregChangeAccess) m.access = access;
+}
+
+std::vector<int> ReregErrnos(const ReregCall& c, const RegLimits& limits,
+                             const ProfileRules& rules) {
+  if (!c.mr_alive) return {EINVAL};
+  std::vector<int> out;
+  auto allow = [&](int e) {
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  };
+  if (!rules.supports_rereg) {
+    // The verb is absent; libibverbs may still refuse bad flags first.
+    allow(EOPNOTSUPP);
+    if ((c.flags & ~kReregAllKnown) != 0) allow(EINVAL);
+    return out;
+  }
+  if ((c.flags & ~kReregAllKnown) != 0) allow(EINVAL);
+  // libibverbs: an access is given only with CHANGE_ACCESS.
+  if (c.access != 0 && !(c.flags & kReregChangeAccess)) allow(EINVAL);
+  if ((c.flags & kReregChangePd) && !c.pd_valid) allow(EINVAL);
+  if (c.flags & kReregChangeTranslation) {
+    // ibv_rereg_mr(3): a new translation needs an address and a length.
+    if (c.addr == 0 || c.length == 0) {
+      allow(EINVAL);
+    } else {
+      const int e = RegArgumentErrno(RegCall{true, c.addr, c.length, 0},
+                                     limits);
+      if (e != 0) allow(e);
+    }
+  }
+  if (c.flags & kReregChangeAccess) {
+    // ibv_reg_mr's flag rules; the range is fine here (1 byte at 4 KiB).
+    const int e =
+        RegArgumentErrno(RegCall{true, 0x1000, 1, c.access}, limits);
+    if (e != 0) allow(e);
+  }
+  if (c.bound_windows > 0) allow(EBUSY);
+  return out;
+}
+
+// --- Memory windows ----------------------------------------------------------
+
+int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws) {
+  if (!pd_alive) return EINVAL;
+  if (type != static_cast<int>(MwType::kType1) &&
+      type != static_cast<int>(MwType::kType2)) {
+    return EINVAL;
+  }
+  if (max_mw <= 0) return EOPNOTSUPP;
+  if (live_mws >= max_mw) return ENOMEM;
+  return 0;
+}
+
+void KeyModel::NoteKey(int node, uint32_t key, int self_mr, int self_mw,
+                       const std::string& what) {
+  if (!collision_.empty()) return;
+  const Where w{node, key};
+  for (const std::map<Where, int>* table : {&by_lkey_, &by_rkey_}) {
+    auto it = table->find(w);
+    if (it != table->end() && it->second != self_mr) {
+      collision_ = absl::StrCat(what, " and live MR #", it->second,
+                                " on node ", node, " share key 0x",
+                                absl::Hex(key));
+      return;
+    }
+  }
+  auto it = by_mw_rkey_.find(w);
+  if (it != by_mw_rkey_.end() && it->second != self_mw) {
+    collision_ = absl::StrCat(what, " and live window #", it->second,
+                              " on node ", node, " share key 0x",
+                              absl::Hex(key));
+  }
+}
+
+void KeyModel::SetMwKey(int index, uint32_t rkey) {
+  ModelMw& mw = mws_[index];
+  auto it = by_mw_rkey_.find({mw.node, mw.rkey});
+  if (it != by_mw_rkey_.end() && it->second == index) by_mw_rkey_.erase(it);
+  mw.rkey = rkey;
+  if (!mw.live) return;
+  NoteKey(mw.node, rkey, -1, index, absl::StrCat("window #", index));
+  by_mw_rkey_[{mw.node, rkey}] = index;
+}
+
+int KeyModel::AddMw(const ModelMw& mw) {
+  const int index = static_cast<int>(mws_.size());
+  mws_.push_back(mw);
+  mws_.back().rkey = ~mw.rkey;  // so SetMwKey finds nothing to erase
+  SetMwKey(index, mw.rkey);
+  return index;
+}
+
+void KeyModel::Unbind(ModelMw& mw) {
+  mw.bound = false;
+  mw.mr = -1;
+  mw.addr = mw.length = 0;
+  mw.access = 0;
+  mw.qp = -1;
+}
+
+void KeyModel::KillMw(int index) {
+  ModelMw& mw = mws_[index];
+  if (!mw.live) return;
+  Unbind(mw);
+  auto it = by_mw_rkey_.find({mw.node, mw.rkey});
+  if (it != by_mw_rkey_.end() && it->second == index) by_mw_rkey_.erase(it);
+  mw.live = false;
+}
+
+int KeyModel::LiveMwsInPd(int pd) const {
+  int n = 0;
+  for (const ModelMw& m : mws_) n += m.live && m.pd == pd;
+  return n;
+}
+
+int KeyModel::LiveMwsOnNode(int node) const {
+  int n = 0;
+  for (const ModelMw& m : mws_) n += m.live && m.node == node;
+  return n;
+}
+
+int KeyModel::BoundWindows(int mr_index) const {
+  int n = 0;
+  for (const ModelMw& m : mws_) n += m.live && m.bound && m.mr == mr_index;
+  return n;
+}
+
+BindOutcome KeyModel::PredictBind(const BindCall& c,
+                                  const ProfileRules& rules) const {
+  BindOutcome out;
+  const ModelMw& mw = mws_[c.mw];
+  const ModelMr* mr = c.mr >= 0 ? &mrs_[c.mr] : nullptr;
+  // --- At the post (ibv_bind_mw(3), ibv_post_send(3)) ---
+  if (!mw.live) {
+    out.post_errno = EINVAL;
+    return out;
+  }
+  if (c.verb) {
+    // libibverbs ibv_bind_mw, in its order: type 1 only; no region means
+    // no range; the region and the window share a PD (EPERM).
+    if (mw.type != MwType::kType1 ||
+        (mr == nullptr && (c.addr != 0 || c.length != 0))) {
+      out.post_errno = EINVAL;
+      return out;
+    }
+    if (mr != nullptr && mr->pd != mw.pd) {
+      out.post_errno = EPERM;
+      return out;
+    }
+  } else {
+    // IBA 10.6.7.2: type 1 windows are bound by the verb only.
+    if (mw.type != MwType::kType2 || (mr == nullptr && c.length > 0)) {
+      out.post_errno = EINVAL;
+      return out;
+    }
+  }
+  // A window grants remote rights only; zero-based windows are not
+  // supported.
+  constexpr uint32_t kWindowRights =
+      kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  if ((c.access & ~kWindowRights) != 0) {
+    out.post_errno = EINVAL;
+    return out;
+  }
+  // --- As it executes: MW_BIND_ERR ---
+  const WcStatus refused = WcStatus::kMwBindErr;
+  out.status = refused;
+  // C10-72 for the window (rxe checks it for type 2 only).
+  if (mw.pd != c.qp_pd &&
+      (rules.bind_checks_pd || mw.type == MwType::kType2)) {
+    return out;
+  }
+  if (mw.type == MwType::kType2) {
+    // o10-37.2.30: bound only when free; o10-37.2.40: no zero length.
+    if (mw.bound || c.length == 0) return out;
+    // The consumer owns the low 8 bits only.
+    if ((c.wr_rkey & ~0xffu) != (mw.rkey & ~0xffu)) return out;
+  }
+  if (c.length > 0) {
+    if (mr == nullptr || !mr->live) return out;
+    // C10-72 for the region.
+    if (rules.bind_checks_pd && mr->pd != c.qp_pd) return out;
+    // C10-73.
+    if ((mr->access & kAccessMwBind) == 0) return out;
+    // C10-74.
+    if ((c.access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&
+        (mr->access & kAccessLocalWrite) == 0) {
+      return out;
+    }
+    // C10-75.
+    using U = unsigned __int128;
+    if (c.addr < mr->addr || U{c.addr} + c.length > U{mr->addr} + mr->length) {
+      return out;
+    }
+  }
+  out.status = WcStatus::kSuccess;
+  return out;
+}
+
+void KeyModel::ApplyBind(const BindCall& c, WcStatus status) {
+  ModelMw& mw = mws_[c.mw];
+  const uint32_t new_rkey = c.verb ? IncRkey(mw.handle_rkey) : c.wr_rkey;
+  if (c.verb) mw.handle_rkey = new_rkey;
+  if (status != WcStatus::kSuccess) return;
+  Unbind(mw);
+  SetMwKey(c.mw, new_rkey);
+  if (!c.verb) mw.handle_rkey = new_rkey;
+  if (c.length > 0) {
+    mw.bound = true;
+    mw.mr = c.mr;
+    mw.addr = c.addr;
+    mw.length = c.length;
+    mw.access = c.access;
+    if (mw.type == MwType::kType2) mw.qp = c.qp;
+  }
+}
+
+InvVerdict KeyModel::CheckInvalidate(int node, uint32_t rkey, int pd, int qp,
+                                     const ProfileRules& rules,
+                                     int* window) const {
+  // IBA 10.6.5: only a bound type 2 window of the QP's PD (or a
+  // fast-registered region, which user space cannot make) is invalidated;
+  // type 1 windows are unbound by a zero-length bind.
+  auto it = by_mw_rkey_.find({node, rkey});
+  if (it == by_mw_rkey_.end()) return InvVerdict::kNotInvalidatable;
+  const ModelMw& mw = mws_[it->second];
+  if (!mw.bound || mw.type != MwType::kType2 || mw.pd != pd) {
+    return InvVerdict::kNotInvalidatable;
+  }
+  if (mw.qp != qp && rules.invalidate_checks_qp) return InvVerdict::kWrongQp;
+  *window = it->second;
+  return InvVerdict::kOk;
+}
+
+void KeyModel::Invalidate(int window) { Unbind(mws_[window]); }
 
 // --- Posting -----------------------------------------------------------------
 
@@ -200,7 +478,8 @@ int SendWrErrno(const SendWr& wr, const QpCaps& caps) {
       op > static_cast<int>(WrOpcode::kSendWithInv)) {
     return EINVAL;
   }
-  // BIND_MW binds a memory window; there are none to name (issue 3).
+  // BIND_MW: these checks see only binds that name no window (EINVAL);
+  // binds of windows are KeyModel::PredictBind's.
   if (wr.opcode == WrOpcode::kBindMw) return EINVAL;
   if ((wr.send_flags & ~kKnownSendFlags) != 0) return EINVAL;
   if (wr.sg_list.size() > caps.max_send_sge) return EINVAL;
@@ -356,7 +635,8 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
       if (req.length == 0 && rules.zero_length_skips_rkey) {
         succeed();
       } else if (keys.Check(rv.node, req.rkey, /*remote=*/true, rv.pd,
-                            req.addr, req.length, need) == KeyVerdict::kOk) {
+                            req.addr, req.length, need,
+                            rv.qp) == KeyVerdict::kOk) {
         succeed();
       } else {
         fail({WcStatus::kRemAccessErr});
@@ -378,7 +658,7 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
       const bool misaligned = req.addr % 8 != 0;
       const bool key_ok =
           keys.Check(rv.node, req.rkey, true, rv.pd, req.addr, 8,
-                     kAccessRemoteAtomic) == KeyVerdict::kOk;
+                     kAccessRemoteAtomic, rv.qp) == KeyVerdict::kOk;
       if (misaligned && key_ok) {
         fail({WcStatus::kRemInvReqErr});
       } else if (misaligned) {
@@ -399,9 +679,17 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
         out.receiver = rules.recv_too_small;
         return out;
       }
-      // Only memory windows and fast-registered MRs can be invalidated; the
-      // API has neither yet, so no rkey is valid for invalidation (a bad
-      // rkey in semantics.md §2: REM_ACCESS_ERR at the requester).
+      // Only a bound type 2 window of the responder's PD (bound through its
+      // QP, where the profile says so) can be invalidated; anything else
+      // is a bad rkey (semantics.md §2: REM_ACCESS_ERR at the requester).
+      int window = -1;
+      if (keys.CheckInvalidate(rv.node, req.rkey, rv.pd, rv.qp, rules,
+                               &window) == InvVerdict::kOk) {
+        succeed();
+        out.receiver = {WcStatus::kSuccess};
+        out.invalidates = window;
+        return out;
+      }
       fail({WcStatus::kRemAccessErr});
       out.receiver = rules.recv_bad_invalidate;
       return out;

@@ -9,11 +9,12 @@
 // Where the sources allow more than one outcome (semantics.md marks those),
 // the model predicts a set of statuses instead of one.
 //
-// Not modelled because the API does not have them yet (issue 3): memory
-// windows (ibv_alloc_mw / ibv_bind_mw / BIND_MW work requests) and MR
-// re-registration (ibv_rereg_mr). The rules that concern them are reduced to
-// what follows from their absence: nothing can be bound, and no rkey can be
-// invalidated (an MR from ibv_reg_mr is neither a window nor fast-registered).
+// Memory windows (ibv_alloc_mw(3), ibv_bind_mw(3), BIND_MW work requests,
+// LOCAL_INV and SEND_WITH_INV) follow IBA 10.6.7 and 10.6.5 (C10-72..75,
+// o10-37.2.30/40) as docs/mw.md states them; MR re-registration follows
+// ibv_rereg_mr(3). A window's rkey is an index part the device owns and an
+// 8-bit key the consumer owns (ibv_inc_rkey(3)); the model never decodes a
+// key: it looks keys up by value among the live objects it was told about.
 #ifndef VERBSIM_FUZZ_MODEL_H_
 #define VERBSIM_FUZZ_MODEL_H_
 
@@ -63,6 +64,18 @@ struct ProfileRules {
   bool zero_length_skips_rkey = true;
   // Requester status when the responder QP lacks the REMOTE_* flag.
   StatusSet qp_access_denied;
+  // C10-72 checked for type 1 windows too (rxe 6.1 checks only a type 2
+  // window's PD against the QP's, and never the region's).
+  bool bind_checks_pd = true;
+  // Invalidating a type 2 window through another QP than the one it was
+  // bound through fails with MW_BIND_ERR (rdma-unit-test); rxe allows it.
+  bool invalidate_checks_qp = true;
+  // ibv_dereg_mr of a region with windows bound: EBUSY (rxe: EINVAL).
+  int dereg_bound_mr_errno = 0;
+  // ibv_rereg_mr exists (rxe before 6.5: EOPNOTSUPP).
+  bool supports_rereg = true;
+  // Status of a LOCAL_INV that names nothing it may invalidate.
+  StatusSet local_inv_refused;
 };
 // "ibta" (also for "") or "rxe".
 ProfileRules RulesFor(const std::string& profile);
@@ -95,6 +108,7 @@ enum class KeyVerdict {
   kOtherPd,     // the MR belongs to another PD
   kOutOfRange,  // the range is not inside the MR
   kNoAccess,    // the MR lacks a flag the access needs
+  kWrongQp,     // a type 2 window bound through another QP
 };
 const char* KeyVerdictName(KeyVerdict v);
 
@@ -107,6 +121,54 @@ struct ModelMr {
   uint32_t lkey = 0;
   uint32_t rkey = 0;
   bool live = true;
+};
+
+// A memory window. `rkey` is what the window answers to (the key of its
+// last successful bind); `handle_rkey` is what Mw::rkey() reports: for type
+// 1 the key of the last bind the verb accepted (ibv_bind_mw(3): "on
+// success, the window's rkey is the new one"), even before it executes.
+struct ModelMw {
+  int node = 0;
+  int pd = 0;
+  MwType type = MwType::kType1;
+  uint32_t rkey = 0;
+  uint32_t handle_rkey = 0;
+  bool live = true;
+  bool bound = false;
+  int mr = -1;  // the region it is bound to (a KeyModel MR index)
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  int qp = -1;  // type 2: the QP it was bound through
+};
+
+// One bind: ibv_bind_mw (`verb`, type 1) or a BIND_MW work request (type 2)
+// posted on QP `qp` of PD `qp_pd`.
+struct BindCall {
+  int mw = 0;
+  bool verb = true;
+  int qp = 0;
+  int qp_pd = 0;
+  int mr = -1;  // -1: no region given
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  uint32_t wr_rkey = 0;  // the work request's new rkey (type 2)
+};
+
+struct BindOutcome {
+  // The errno of the post (ibv_bind_mw / ibv_post_send); 0: posted.
+  int post_errno = 0;
+  // The completion when posted: SUCCESS or MW_BIND_ERR (then the QP goes
+  // to ERR). A failed bind completes even if unsignaled.
+  WcStatus status = WcStatus::kSuccess;
+};
+
+// What invalidating `rkey` through QP `qp` of PD `pd` does.
+enum class InvVerdict {
+  kOk,
+  kNotInvalidatable,  // no bound type 2 window of this PD has this key now
+  kWrongQp,           // the window was bound through another QP
 };
 
 class KeyModel {
@@ -123,17 +185,59 @@ class KeyModel {
   // rkey when `remote`) is `key`, of PD `pd`, holding [addr, addr + len) and
   // granting every bit of `required`. Length-0 accesses are not exempt here;
   // the callers decide where the rules exempt them.
+  //
+  // A remote key may also be a window's: then it must be the current rkey
+  // of a live, bound window on `node`, of PD `pd`, bound through QP `qp`
+  // when it is type 2, and the range and access are the window's.
   KeyVerdict Check(int node, uint32_t key, bool remote, int pd, uint64_t addr,
-                   uint64_t len, uint32_t required) const;
+                   uint64_t len, uint32_t required, int qp = -1) const;
+
+  // --- Re-registration: ibv_rereg_mr(3) ---
+  // Applies a successful re-registration: the keys stay.
+  void Rereg(int index, uint32_t flags, int pd, uint64_t addr,
+             uint64_t length, uint32_t access);
+
+  // --- Memory windows ---
+  int AddMw(const ModelMw& mw);
+  const ModelMw& mw(int index) const { return mws_[index]; }
+  int mw_count() const { return static_cast<int>(mws_.size()); }
+  // ibv_dealloc_mw: the window is unbound and dead.
+  void KillMw(int index);
+  int LiveMwsInPd(int pd) const;
+  int LiveMwsOnNode(int node) const;
+  // Windows bound to MR `index` now.
+  int BoundWindows(int mr_index) const;
+  // The post and the execution of a bind, as the rules say.
+  BindOutcome PredictBind(const BindCall& call, const ProfileRules& rules) const;
+  // Records that `call` was posted (the handle's rkey of a type 1 window
+  // moves on) and, when `status` is SUCCESS, executed.
+  void ApplyBind(const BindCall& call, WcStatus status);
+  // LOCAL_INV / SEND_WITH_INV of `rkey` on `node` through QP `qp` of PD
+  // `pd`; *window gets the window for kOk.
+  InvVerdict CheckInvalidate(int node, uint32_t rkey, int pd, int qp,
+                             const ProfileRules& rules, int* window) const;
+  void Invalidate(int window);
+  // The new rkey a bind of window `index` gets: ibv_inc_rkey of the
+  // handle's.
+  uint32_t NextRkey(int index) const { return IncRkey(mws_[index].handle_rkey); }
 
   // Empty when no two distinct live MRs of one node have shared a key value
   // (an MR's own lkey and rkey may be equal, as on mlx5); else a description
   // of the first such pair.
+  // Windows count too: a window's current rkey is a key of a live object.
   std::string FindCollision() const { return collision_; }
 
  private:
   using Where = std::pair<int, uint32_t>;  // node, key
+  // Records the first collision of `key` (of `what`) with a live object
+  // other than itself.
+  void NoteKey(int node, uint32_t key, int self_mr, int self_mw,
+               const std::string& what);
+  void SetMwKey(int index, uint32_t rkey);
+  void Unbind(ModelMw& mw);
   std::vector<ModelMr> mrs_;
+  std::vector<ModelMw> mws_;
+  std::map<Where, int> by_mw_rkey_;  // live windows by current rkey
   // The live MRs by key value, for lookups and the collision check.
   std::map<Where, int> by_lkey_;
   std::map<Where, int> by_rkey_;
@@ -189,6 +293,7 @@ struct ResponderView {
   int node = 0;
   int pd = 0;
   uint32_t qp_access = 0;  // the responder QP's REMOTE_* flags
+  int qp = -1;             // the responder QP (type 2 windows check it)
 };
 
 struct RemoteOutcome {
@@ -200,7 +305,34 @@ struct RemoteOutcome {
   StatusSet receiver;
   // Whether the responder QP goes to ERR (then its posted receives flush).
   bool responder_error = false;
+  // A successful send with invalidate: the window it invalidates (the
+  // receive completes with IBV_WC_WITH_INV), else -1.
+  int invalidates = -1;
 };
+
+// The errnos ibv_rereg_mr may fail with (empty: it succeeds). Where more
+// than one rule is broken the sources do not order the checks, so each
+// broken rule's errno is allowed: a dead region (EINVAL) and an absent verb
+// (EOPNOTSUPP) come first; then unknown flags, access without
+// CHANGE_ACCESS, a bad PD, a bad translation (an address and a nonzero
+// length needed, then ibv_reg_mr's range rules) and bad access (ibv_reg_mr's
+// flag rules) are EINVAL or EOPNOTSUPP; windows bound: EBUSY.
+struct ReregCall {
+  bool mr_alive = true;
+  uint32_t flags = 0;
+  bool pd_valid = true;  // CHANGE_PD: a live PD of the region's context
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;
+  int bound_windows = 0;
+};
+std::vector<int> ReregErrnos(const ReregCall& call, const RegLimits& limits,
+                             const ProfileRules& rules);
+
+// Whether ibv_alloc_mw with `type` (as an int) fails: EINVAL for a dead PD
+// or a type that is neither 1 nor 2, EOPNOTSUPP without windows, ENOMEM at
+// max_mw live windows.
+int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws);
 
 RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
                             const KeyModel& keys, const ProfileRules& rules);

@@ -26,6 +26,21 @@ namespace verbsim::fuzz {
 //                 u8 extra empty SGE?, u32 its key
 //   probe_remote: u8 kind (write, read, cas, faa), key, [u8 len], u16 addr,
 //                 u64 operand
+//   rereg:      u8 mr, u8 flags (< 0xf0 the low three bits, else a u32),
+//               u8 pd (Below(pds + 1); the last: none), addr, length,
+//               access, then without CHANGE_ACCESS u8 (bit 0: keep the
+//               access, else 0)
+//   alloc_mw:   u8 pd, u8 type (mod 8: 0-3 type 1, 4-6 type 2, 7 the byte
+//               itself, mostly neither)
+//   dealloc_mw: u8 mw, u8 (bit 0: drop the handle instead)
+//   bind_mw:    u8 mw, u8 how (bit 0: BIND_MW work request, else
+//               ibv_bind_mw; bit 1: unsignaled), u8 mr (Below(mrs + 1); the
+//               last: none), window addr (u8 mode + fields), length (u8
+//               mode + fields), u8 access (< 0xf0: bits 0-2 remote write,
+//               read, atomic; else a u32), u8 rkey mode (work request only)
+//   local_inv:  key, u8 (bit 0: unsignaled)
+// Key modes 8-11 name windows: current rkey, the handle's rkey, the
+// previous key byte (stale), a bit of the index flipped (forged).
 namespace reg_program {
 enum Op : uint32_t {
   kOpReg = 0,
@@ -36,10 +51,17 @@ enum Op : uint32_t {
   kOpDestroyPd,
   kOpProbeLocal,
   kOpProbeRemote,
+  kOpRereg,
+  kOpAllocMw,
+  kOpDeallocMw,
+  kOpBindMw,
+  kOpBindMw2,
+  kOpLocalInv,
   kNumOps
 };
 constexpr int kMaxSteps = 200;
 constexpr size_t kMaxPds = 4;
+constexpr size_t kMaxMws = 8;
 constexpr size_t kArena = 4096;  // the client's buffer, plus 64-byte guards
 constexpr size_t kPeerSize = 256;
 constexpr size_t kPeerWriteFrom = 0;
@@ -61,6 +83,16 @@ constexpr size_t kPeerAtomicAt = 192;
 //               then by kind: write_imm u32 imm; send_inv u16 receive
 //               capacity; atomics u8 random compare?, [u64 compare], u64 swap
 //   batch_then_deregister: u8 mr, then a batch
+//   alloc_window: u8 (bit 0: type 2; bit 1: the other PD)
+//   bind_window:  u8 window, u8 mr, u8 shape (mod 4: 0 the MR, 1 a part
+//                 [+ u8 off, u8 len], 2 past its end [+ u8 off], 3 length
+//                 0), u8 access (bits 0-2: remote write, read, atomic),
+//                 u8 (bit 0: unsignaled)
+//   invalidate_window: the server posts LOCAL_INV of a window's key (u8
+//                 window, u8 mode: 0-1 current, 2 stale, 3 forged)
+//   dealloc_window: u8 window
+// The access byte of register keeps five bits (MW_BIND too); rkey modes
+// 6-8 and remote address modes 6-7 name windows.
 namespace rkey_program {
 enum Op : uint32_t {
   kOpRegister = 0,
@@ -70,9 +102,15 @@ enum Op : uint32_t {
   kOpBatch2,
   kOpBatch3,
   kOpBatchThenDeregister,  // u8 mr, then a batch; the MR goes after the post
+  kOpAllocWindow,
+  kOpBindWindow,
+  kOpBindWindow2,
+  kOpInvalidateWindow,
+  kOpDeallocWindow,
   kNumOps
 };
 constexpr int kMaxSteps = 64;
+constexpr size_t kMaxWindows = 6;
 constexpr size_t kRegions = 6;
 constexpr size_t kMaxBatch = 4;
 enum Flag : uint8_t {

@@ -1,28 +1,37 @@
 // Harness 1 of issue 6: registration. The input decodes to a sequence of
-// register / deregister / drop / alloc-PD / destroy-PD calls over a few PDs
-// of one node, with arbitrary addresses, lengths (0, 1, huge, wrapping,
-// ending exactly at 2^64) and access flags (known, unknown, ZERO_BASED,
-// ON_DEMAND), optionally with a forced registration failure (`regfail`), and
-// of probes that use a key: a local probe posts an RDMA write or read whose
-// local SGE carries the key, a remote probe has the peer write, read or do an
-// atomic with the key as rkey.
+// register / re-register / deregister / drop / alloc-PD / destroy-PD calls
+// over a few PDs of one node, with arbitrary addresses, lengths (0, 1, huge,
+// wrapping, ending exactly at 2^64) and access flags (known, unknown,
+// ZERO_BASED, ON_DEMAND), optionally with a forced registration failure
+// (`regfail`); of memory-window calls interleaved with them (alloc type 1,
+// type 2 or a bad type on any PD, dealloc or drop, binds by ibv_bind_mw and
+// by BIND_MW work requests with any window, region, range, rights and new
+// rkey, LOCAL_INV of any key); and of probes that use a key: a local probe
+// posts an RDMA write or read whose local SGE carries the key, a remote
+// probe has the peer write, read or do an atomic with the key as rkey (an
+// MR's, a window's current, stale or forged one).
 //
 // Invariants:
 //  - every call returns the Status of the reference model (fuzz/model.h),
-//    a separate implementation of the flag and bounds rules;
-//  - a registered MR reports the address, length, access and PD it was
-//    registered with;
-//  - keys never collide among live MRs of a node;
+//    a separate implementation of the flag, bounds, window and
+//    re-registration rules; every bind and LOCAL_INV completes as the model
+//    says (MW_BIND_ERR even unsignaled, the QP to ERR on an error);
+//  - a registered or re-registered MR reports the address, length, access
+//    and PD the model holds, and keeps its keys; a window reports its type,
+//    PD and the rkey the model holds;
+//  - keys never collide among live MRs and windows of a node;
 //  - a key is accepted exactly when the model finds a live MR for it (of the
-//    QP's PD, covering the range, granting the access): a dead key is never
-//    accepted; each probe's completion status is the model's, and the
-//    memory it may touch changes exactly as the model says (a shadow copy
-//    of the whole buffer, guards included).
+//    QP's PD, covering the range, granting the access) or a bound window
+//    (its PD, its QP for type 2, its range and rights): a dead, stale or
+//    invalidated key is never accepted; each probe's completion status is
+//    the model's, and the memory it may touch changes exactly as the model
+//    says (a shadow copy of the whole buffer, guards included);
+//  - deregistering or re-registering a region with windows bound, and
+//    destroying a PD with windows, fail as the model says (EBUSY).
 //
-// Not covered because the API lacks them (issue 3): re-registration
-// (ibv_rereg_mr) and memory windows (ibv_alloc_mw, ibv_bind_mw and the
-// BIND_MW work request). When they arrive, add them as ops here and their
-// rules to fuzz/model.cc.
+// Windows live on the client's node and are bound through the client's QP,
+// which also serves the remote probes. A dropped MR handle releases the
+// region; the harness drops only regions without bound windows.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -61,6 +70,13 @@ struct MrSlot {
   int model = -1;
 };
 
+struct MwSlot {
+  std::unique_ptr<Mw> handle;  // null once dropped
+  int model = -1;
+};
+
+constexpr int kClientQp = 0;  // the model's id of the client QP
+
 class RegHarness {
  public:
   explicit RegHarness(ByteReader& in) : in_(in) {}
@@ -77,7 +93,13 @@ class RegHarness {
         case kOpAllocPd: AllocPd(); break;
         case kOpDestroyPd: DestroyPd(); break;
         case kOpProbeLocal: ProbeLocal(); break;
-        default: ProbeRemote(); break;
+        case kOpProbeRemote: ProbeRemote(); break;
+        case kOpRereg: Rereg(); break;
+        case kOpAllocMw: AllocMw(); break;
+        case kOpDeallocMw: DeallocMw(); break;
+        case kOpBindMw:
+        case kOpBindMw2: BindMw(); break;
+        default: LocalInv(); break;
       }
     }
   }
@@ -95,6 +117,7 @@ class RegHarness {
     const DeviceAttr& dev = pair_->client().context()->device_attr();
     limits_.max_mr_size = dev.max_mr_size;
     limits_.max_mr = static_cast<uint64_t>(dev.max_mr);
+    max_mw_ = dev.max_mw;
 
     arena_ = std::make_unique<ShadowedBuffer>(kArena + 2 * kGuard, seed + 11);
     peer_ = std::make_unique<ShadowedBuffer>(kPeerSize, seed + 12);
@@ -220,17 +243,21 @@ class RegHarness {
     MrSlot& s = mrs_[in_.Below(static_cast<uint32_t>(mrs_.size()))];
     if (s.handle == nullptr) return;
     const bool live = keys_.mr(s.model).live;
+    const int bound = keys_.BoundWindows(s.model);
+    const int expected =
+        !live ? EINVAL : bound > 0 ? rules_.dereg_bound_mr_errno : 0;
     const absl::Status st = s.handle->Destroy();
-    FUZZ_NOTE(absl::StrCat("dereg lkey 0x", absl::Hex(keys_.mr(s.model).lkey), ": ",
-                      st.ToString()));
-    ExpectErrno(st, live ? 0 : EINVAL, "Mr::Destroy");
-    keys_.Kill(s.model);
+    FUZZ_NOTE(absl::StrCat("dereg lkey 0x", absl::Hex(keys_.mr(s.model).lkey),
+                           " (", bound, " windows bound): ", st.ToString()));
+    ExpectErrno(st, expected, "Mr::Destroy");
+    if (expected == 0) keys_.Kill(s.model);
     CheckKeys();
   }
 
   void Drop() {
     if (mrs_.empty()) return;
     MrSlot& s = mrs_[in_.Below(static_cast<uint32_t>(mrs_.size()))];
+    if (keys_.BoundWindows(s.model) > 0) return;  // see the header
     FUZZ_NOTE(absl::StrCat("drop MR handle lkey 0x", absl::Hex(keys_.mr(s.model).lkey)));
     s.handle.reset();
     keys_.Kill(s.model);
@@ -253,7 +280,9 @@ class RegHarness {
     int expected = 0;
     if (!p.alive) {
       expected = EINVAL;
-    } else if (p.has_qp || keys_.LiveInPd(static_cast<int>(slot)) > 0) {
+    } else if (p.has_qp || keys_.LiveInPd(static_cast<int>(slot)) > 0 ||
+               keys_.LiveMwsInPd(static_cast<int>(slot)) > 0) {
+      // ibv_dealloc_pd(3): EBUSY while MRs, QPs or windows use it.
       expected = EBUSY;
     }
     const absl::Status st = p.pd->Destroy();
@@ -272,7 +301,16 @@ class RegHarness {
   uint32_t DecodeKey() {
     const uint8_t mode = in_.U8();
     const int n = keys_.size();
-    switch (mode % 8) {
+    if (mode % 12 >= 8 && keys_.mw_count() > 0) {
+      const ModelMw& w = keys_.mw(in_.Below(keys_.mw_count()));
+      switch (mode % 12) {
+        case 8: return w.rkey;
+        case 9: return w.handle_rkey;
+        case 10: return (w.rkey & ~0xffu) | ((w.rkey - 1) & 0xffu);  // stale
+        default: return w.rkey ^ (1u << (8 + in_.U8() % 24));  // forged
+      }
+    }
+    switch (mode % 12) {
       case 0:
       case 1: return keys_.mr(in_.Below(n)).lkey;
       case 2:
@@ -294,18 +332,29 @@ class RegHarness {
 
   // Runs the fabric and checks the requester's single completion, the other
   // CQs and the QP states.
+  // With `completes` false (an unsignaled WR that succeeds), nothing may
+  // complete; with `opcode`, a successful completion must have it.
   void Finish(Endpoint& requester, uint64_t wr_id, const StatusSet& want,
-              bool responder_error) {
+              bool responder_error, bool completes = true,
+              const WcOpcode* opcode = nullptr) {
     pair_->fabric->RunUntilIdle();
     const std::vector<WorkCompletion> got = DrainCq(requester.send_cq());
-    if (got.size() != 1 || got[0].wr_id != wr_id ||
-        !want.Contains(got[0].status)) {
+    const bool ok =
+        completes ? got.size() == 1 && got[0].wr_id == wr_id &&
+                        want.Contains(got[0].status) &&
+                        (opcode == nullptr ||
+                         got[0].status != WcStatus::kSuccess ||
+                         got[0].opcode == *opcode)
+                  : got.empty();
+    if (!ok) {
       std::string list;
       for (const WorkCompletion& wc : got) {
         absl::StrAppend(&list, " [", WcString(wc), "]");
       }
-      Violation(absl::StrCat("probe wr_id ", wr_id, ": expected one completion ",
-                             want.ToString(), ", got", list.empty() ? " none" : list));
+      Violation(absl::StrCat("wr_id ", wr_id, ": expected ",
+                             completes ? "one completion " : "no completion",
+                             completes ? want.ToString() : "", ", got",
+                             list.empty() ? " none" : list));
     }
     for (Cq* cq : {pair_->client().recv_cq(), pair_->server().recv_cq(),
                    &requester == &pair_->client() ? pair_->server().send_cq()
@@ -394,7 +443,8 @@ class RegHarness {
     req.addr = addr;
     req.rkey = key;
     req.length = len;
-    const ResponderView rv{kClientNode, 0, pair_->client_attr.qp_access};
+    const ResponderView rv{kClientNode, 0, pair_->client_attr.qp_access,
+                           kClientQp};
     const RemoteOutcome out = PredictRemote(req, rv, keys_, rules_);
 
     const uint64_t local_off = kind == 0 ? kPeerWriteFrom
@@ -451,10 +501,276 @@ class RegHarness {
     Finish(pair_->server(), wr.wr_id, out.requester, out.responder_error);
   }
 
+  // --- Re-registration --------------------------------------------------------
+
+  void Rereg() {
+    if (mrs_.empty()) return;
+    MrSlot& s = mrs_[in_.Below(static_cast<uint32_t>(mrs_.size()))];
+    const uint8_t f = in_.U8();
+    const uint32_t flags = f < 0xf0 ? (f & 7u) : in_.U32();
+    const size_t pd_slot = in_.Below(static_cast<uint32_t>(pds_.size() + 1));
+    Pd* pd = pd_slot < pds_.size() ? pds_[pd_slot].pd : nullptr;
+    const uint64_t addr = DecodeAddr();
+    const uint64_t length = DecodeLength(addr);
+    uint32_t access = DecodeAccess();
+    if (!(flags & kReregChangeAccess) && !(in_.U8() & 1)) access = 0;
+    if (s.handle == nullptr) return;
+    ReregCall call;
+    call.mr_alive = keys_.mr(s.model).live;
+    call.flags = flags;
+    call.pd_valid = pd != nullptr && pds_[pd_slot].alive;
+    call.addr = addr;
+    call.length = length;
+    call.access = access;
+    call.bound_windows = keys_.BoundWindows(s.model);
+    const std::vector<int> allowed = ReregErrnos(call, limits_, rules_);
+    const uint32_t lkey = s.handle->lkey(), rkey = s.handle->rkey();
+    const absl::Status st = s.handle->Rereg(
+        flags, pd, reinterpret_cast<void*>(addr), static_cast<size_t>(length),
+        access);
+    const int got = ErrnoOf(st);
+    FUZZ_NOTE(absl::StrCat("rereg lkey 0x", absl::Hex(lkey), " flags 0x",
+                           absl::Hex(flags), " pd ", pd_slot, " addr 0x",
+                           absl::Hex(addr), " len 0x", absl::Hex(length),
+                           " access 0x", absl::Hex(access), ": ",
+                           st.ToString()));
+    const bool expected =
+        allowed.empty() ? got == 0
+                        : std::find(allowed.begin(), allowed.end(), got) !=
+                              allowed.end();
+    if (!expected) {
+      std::string want;
+      for (int e : allowed) absl::StrAppend(&want, want.empty() ? "" : " or ",
+                                            ErrnoName(e));
+      Violation(absl::StrCat("Mr::Rereg(flags 0x", absl::Hex(flags), ", pd ",
+                             pd_slot, ", 0x", absl::Hex(addr), ", 0x",
+                             absl::Hex(length), ", access 0x",
+                             absl::Hex(access), "): expected ",
+                             want.empty() ? "OK" : want, ", got ",
+                             st.ToString()));
+    }
+    if (st.ok()) {
+      keys_.Rereg(s.model, flags, static_cast<int>(pd_slot), addr, length,
+                  access);
+    }
+    if (!call.mr_alive) return;
+    // Changed or not, the MR reports what the model holds, with its keys.
+    const ModelMr& m = keys_.mr(s.model);
+    Mr& h = *s.handle;
+    if (reinterpret_cast<uint64_t>(h.addr()) != m.addr ||
+        h.length() != m.length || h.access() != m.access ||
+        h.pd() != pds_[m.pd].pd || h.lkey() != lkey || h.rkey() != rkey) {
+      Violation(absl::StrCat(
+          "after Rereg (", st.ToString(), ") the MR reports addr 0x",
+          absl::Hex(reinterpret_cast<uint64_t>(h.addr())), " length 0x",
+          absl::Hex(h.length()), " access 0x", absl::Hex(h.access()),
+          " lkey 0x", absl::Hex(h.lkey()), " rkey 0x", absl::Hex(h.rkey()),
+          "; the model holds addr 0x", absl::Hex(m.addr), " length 0x",
+          absl::Hex(m.length), " access 0x", absl::Hex(m.access), " pd ", m.pd,
+          " lkey 0x", absl::Hex(lkey), " rkey 0x", absl::Hex(rkey)));
+    }
+  }
+
+  // --- Memory windows ---------------------------------------------------------
+
+  void AllocMw() {
+    const size_t slot = in_.Below(static_cast<uint32_t>(pds_.size()));
+    const uint8_t t = in_.U8();
+    const int type = t % 8 < 4 ? 1 : t % 8 < 7 ? 2 : t;
+    if (mws_.size() >= kMaxMws) return;
+    PdSlot& p = pds_[slot];
+    const int expected = AllocMwErrno(p.alive, type, max_mw_,
+                                      keys_.LiveMwsOnNode(kClientNode));
+    auto mw = p.pd->AllocMw(static_cast<MwType>(type));
+    FUZZ_NOTE(absl::StrCat("alloc mw type ", type, " pd ", slot, ": ",
+                           mw.ok() ? absl::StrCat("rkey 0x",
+                                                  absl::Hex((*mw)->rkey()))
+                                   : mw.status().ToString()));
+    ExpectErrno(mw.status(), expected,
+                absl::StrCat("AllocMw(type ", type, ") on PD ", slot));
+    if (!mw.ok()) return;
+    Mw& h = **mw;
+    if (static_cast<int>(h.type()) != type || h.pd() != p.pd) {
+      Violation(absl::StrCat("a window of type ", type, " on PD ", slot,
+                             " reports type ", static_cast<int>(h.type())));
+    }
+    ModelMw m;
+    m.node = kClientNode;
+    m.pd = static_cast<int>(slot);
+    m.type = static_cast<MwType>(type);
+    m.rkey = m.handle_rkey = h.rkey();
+    MwSlot s;
+    s.model = keys_.AddMw(m);
+    s.handle = *std::move(mw);
+    mws_.push_back(std::move(s));
+    CheckKeys();
+  }
+
+  void DeallocMw() {
+    const size_t i = in_.Below(static_cast<uint32_t>(mws_.size()));
+    const bool drop = in_.Bool();
+    if (mws_.empty()) return;
+    MwSlot& s = mws_[i];
+    if (s.handle == nullptr) return;
+    if (drop) {
+      FUZZ_NOTE(absl::StrCat("drop mw ", i));
+      s.handle.reset();
+    } else {
+      const absl::Status st = s.handle->Destroy();
+      FUZZ_NOTE(absl::StrCat("dealloc mw ", i, ": ", st.ToString()));
+      ExpectErrno(st, keys_.mw(s.model).live ? 0 : EINVAL, "Mw::Destroy");
+    }
+    // A bound window is invalidated with it (ibv_dealloc_mw(3)).
+    keys_.KillMw(s.model);
+    CheckKeys();
+  }
+
+  uint64_t DecodeWindowAddr(const ModelMr* mr) {
+    const uint8_t mode = in_.U8();
+    const uint64_t base = mr != nullptr ? mr->addr : arena_->addr() + kGuard;
+    const uint64_t len = mr != nullptr ? mr->length : kArena;
+    switch (mode % 8) {
+      case 0:
+      case 1:
+      case 2:
+      case 3: return base + in_.U8();
+      case 4: return base + len - in_.U8();
+      case 5: return in_.U64();
+      case 6: return 0;
+      default: return arena_->addr() + in_.U16() % arena_->size();
+    }
+  }
+
+  uint64_t DecodeWindowLength(const ModelMr* mr, uint64_t addr) {
+    const uint8_t mode = in_.U8();
+    switch (mode % 8) {
+      case 0: return 0;
+      case 1:
+      case 2: return in_.U8();
+      case 3: return in_.U16() % (kArena + 1);
+      case 4: return mr != nullptr ? mr->addr + mr->length - addr : 64;
+      case 5: return in_.U64();
+      default: return in_.U8() % 64 + 1;
+    }
+  }
+
+  void BindMw() {
+    const size_t i = in_.Below(static_cast<uint32_t>(mws_.size()));
+    const uint8_t how = in_.U8();
+    const size_t mr_pick = in_.Below(static_cast<uint32_t>(mrs_.size() + 1));
+    const ModelMr* mr = nullptr;
+    Mr* mr_handle = nullptr;
+    int mr_model = -1;
+    if (mr_pick < mrs_.size() && mrs_[mr_pick].handle != nullptr) {
+      mr_model = mrs_[mr_pick].model;
+      mr = &keys_.mr(mr_model);
+      mr_handle = mrs_[mr_pick].handle.get();
+    }
+    const uint64_t addr = DecodeWindowAddr(mr);
+    const uint64_t length = DecodeWindowLength(mr, addr);
+    const uint8_t a = in_.U8();
+    const uint32_t access = a < 0xf0 ? (a & 7u) << 1 : in_.U32();
+    const uint8_t rkey_mode = (how & 1) ? in_.U8() : 0;
+    if (mws_.empty()) return;
+    MwSlot& s = mws_[i];
+    if (s.handle == nullptr) return;
+    const ModelMw& w = keys_.mw(s.model);
+    BindCall call;
+    call.mw = s.model;
+    call.verb = (how & 1) == 0;
+    call.qp = kClientQp;
+    call.qp_pd = 0;
+    call.mr = mr_model;
+    call.addr = addr;
+    call.length = length;
+    call.access = access;
+    switch (rkey_mode % 8) {
+      case 5: call.wr_rkey = w.rkey; break;                   // the same key
+      case 6: call.wr_rkey = IncRkey(w.rkey) ^ 0x100; break;  // another index
+      case 7: call.wr_rkey = in_.U32(); break;
+      default: call.wr_rkey = IncRkey(w.rkey); break;
+    }
+    const bool signaled = (how & 2) == 0;
+    const BindOutcome out = keys_.PredictBind(call, rules_);
+    MwBindInfo info;
+    info.mr = mr_handle;
+    info.addr = addr;
+    info.length = length;
+    info.mw_access_flags = access;
+    const uint64_t wr_id = next_wr_id_++;
+    absl::Status st;
+    if (call.verb) {
+      MwBind bind;
+      bind.wr_id = wr_id;
+      bind.send_flags = signaled ? kSendSignaled : 0;
+      bind.bind_info = info;
+      st = pair_->client().qp()->BindMw(s.handle.get(), bind);
+    } else {
+      SendWr wr;
+      wr.wr_id = wr_id;
+      wr.opcode = WrOpcode::kBindMw;
+      wr.send_flags = signaled ? kSendSignaled : 0;
+      wr.bind_mw.mw = s.handle.get();
+      wr.bind_mw.rkey = call.wr_rkey;
+      wr.bind_mw.bind_info = info;
+      st = pair_->client().qp()->PostSend(wr);
+    }
+    FUZZ_NOTE(absl::StrCat(
+        "bind mw ", i, call.verb ? " (verb)" : " (work request)", " mr ",
+        mr_model, " addr 0x", absl::Hex(addr), " len 0x", absl::Hex(length),
+        " access 0x", absl::Hex(access), " rkey 0x",
+        absl::Hex(call.verb ? keys_.NextRkey(s.model) : call.wr_rkey),
+        signaled ? "" : " unsignaled", ": ", st.ToString(), "; model ",
+        out.post_errno != 0 ? ErrnoName(out.post_errno)
+                            : StatusName(out.status)));
+    ExpectErrno(st, out.post_errno, "bind of a memory window");
+    if (out.post_errno == 0) {
+      keys_.ApplyBind(call, out.status);
+      const WcOpcode op = WcOpcode::kBindMw;
+      Finish(pair_->client(), wr_id, {out.status}, false,
+             signaled || out.status != WcStatus::kSuccess, &op);
+    } else {
+      // Nothing was posted: nothing completes and the QP stays up.
+      Finish(pair_->client(), wr_id, {WcStatus::kSuccess}, false,
+             /*completes=*/false);
+    }
+    if (s.handle->rkey() != keys_.mw(s.model).handle_rkey) {
+      Violation(absl::StrCat("window ", i, " reports rkey 0x",
+                             absl::Hex(s.handle->rkey()), ", the model 0x",
+                             absl::Hex(keys_.mw(s.model).handle_rkey)));
+    }
+    CheckKeys();
+  }
+
+  void LocalInv() {
+    const uint32_t key = DecodeKey();
+    const bool signaled = (in_.U8() & 1) == 0;
+    int window = -1;
+    const InvVerdict v = keys_.CheckInvalidate(kClientNode, key, 0, kClientQp,
+                                               rules_, &window);
+    StatusSet want = {WcStatus::kSuccess};
+    if (v == InvVerdict::kWrongQp) want = {WcStatus::kMwBindErr};
+    if (v == InvVerdict::kNotInvalidatable) want = rules_.local_inv_refused;
+    SendWr wr;
+    wr.wr_id = next_wr_id_++;
+    wr.opcode = WrOpcode::kLocalInv;
+    wr.send_flags = signaled ? kSendSignaled : 0;
+    wr.invalidate_rkey = key;
+    FUZZ_NOTE(absl::StrCat("local inv 0x", absl::Hex(key),
+                           signaled ? "" : " unsignaled", ": model ",
+                           want.ToString()));
+    ExpectErrno(pair_->client().qp()->PostSend(wr), 0, "PostSend (LOCAL_INV)");
+    if (v == InvVerdict::kOk) keys_.Invalidate(window);
+    const WcOpcode op = WcOpcode::kLocalInv;
+    Finish(pair_->client(), wr.wr_id, want, false,
+           signaled || !want.IsSuccessOnly(), &op);
+  }
+
   ByteReader& in_;
   std::string profile_;
   ProfileRules rules_;
   RegLimits limits_;
+  int max_mw_ = 0;
   uint64_t regfail_nth_ = 0;
   uint64_t registrations_ = 0;
   uint64_t next_wr_id_ = 1;
@@ -466,6 +782,7 @@ class RegHarness {
   std::vector<PdSlot> pds_;
   std::vector<MrSlot> mrs_;
   KeyModel keys_;
+  std::vector<MwSlot> mws_;
 };
 
 }  // namespace

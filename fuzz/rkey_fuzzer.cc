@@ -22,10 +22,22 @@
 //    inside the SGEs of the operations that may write them;
 //  - both QPs are in the state the model says (ERR after an error).
 //
-// Memory windows ("window-covered regions") cannot be exercised: the API has
-// no ibv_alloc_mw / ibv_bind_mw yet (issue 3). Send with invalidate is still
-// fuzzed: with no window or fast-registered MR to name, every invalidation
-// must fail, and the model says how.
+// Window-covered regions: between batches, windows of type 1 and 2 (of the
+// server QP's PD or another) are allocated, bound through the server QP to
+// any target MR with any range and rights (ibv_bind_mw or a BIND_MW work
+// request), invalidated by a LOCAL_INV of the server (current, stale or
+// forged keys) and deallocated; the batches use their current, stale and
+// forged rkeys and addresses around them, and send with invalidate names
+// them. Further invariants:
+//  - every bind and LOCAL_INV completes on the server's send CQ as the model
+//    says (the server QP to ERR on an error, its receives flushed);
+//  - an access through a window is checked against the window's range and
+//    rights, and a stale, invalidated, deallocated or forged window key
+//    grants nothing;
+//  - a successful send with invalidate delivers its payload and completes
+//    the receive with IBV_WC_WITH_INV and the key; the window is dead from
+//    the next WR on;
+//  - deregistering an MR with windows bound fails as the model says.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -62,6 +74,13 @@ struct TargetMr {
   int model = -1;  // index in the KeyModel
 };
 
+struct Window {
+  std::unique_ptr<Mw> handle;
+  int model = -1;
+};
+
+constexpr int kServerQp = 1;  // the model's id of the server QP
+
 struct PostedRecv {
   uint64_t wr_id = 0;
   size_t slice = 0;
@@ -76,6 +95,8 @@ struct ExpectedWc {
   uint32_t byte_len;
   bool with_imm;
   uint32_t imm;
+  bool with_inv = false;
+  uint32_t inv_rkey = 0;
 };
 
 // One decoded work request of a batch and what the model says of it.
@@ -106,6 +127,11 @@ class RkeyHarness {
           Batch(mr);
           break;
         }
+        case kOpAllocWindow: AllocWindow(); break;
+        case kOpBindWindow:
+        case kOpBindWindow2: BindWindow(); break;
+        case kOpInvalidateWindow: InvalidateWindow(); break;
+        case kOpDeallocWindow: DeallocWindow(); break;
         default: Batch(-1); break;
       }
     }
@@ -178,7 +204,7 @@ class RkeyHarness {
   void Register() {
     const size_t region = in_.Below(kRegions);
     const int pd = in_.Bool() ? kOtherPd : kServerPd;
-    uint32_t access = in_.U8() & 0x0f;
+    uint32_t access = in_.U8() & 0x1f;  // MW_BIND too
     // REMOTE_WRITE / REMOTE_ATOMIC without LOCAL_WRITE would be refused:
     // that rule is the registration harness's; here every MR is valid.
     if (access & (kAccessRemoteWrite | kAccessRemoteAtomic)) {
@@ -221,11 +247,209 @@ class RkeyHarness {
   void Deregister() {
     if (mrs_.empty()) return;
     TargetMr& t = mrs_[in_.Below(static_cast<uint32_t>(mrs_.size()))];
-    const bool live = keys_.mr(t.model).live;
-    ExpectErrno(t.handle->Destroy(), live ? 0 : EINVAL, "Mr::Destroy");
-    keys_.Kill(t.model);
-    FUZZ_NOTE(absl::StrCat("deregister rkey 0x", absl::Hex(keys_.mr(t.model).rkey)));
+    DeregisterTarget(t, "Mr::Destroy");
     CheckKeys();
+  }
+
+  // ibv_dereg_mr: EINVAL when dead, the profile's errno while windows are
+  // bound to it.
+  void DeregisterTarget(TargetMr& t, const char* what) {
+    const bool live = keys_.mr(t.model).live;
+    const int bound = keys_.BoundWindows(t.model);
+    const int expected =
+        !live ? EINVAL : bound > 0 ? rules_.dereg_bound_mr_errno : 0;
+    ExpectErrno(t.handle->Destroy(), expected, what);
+    if (expected == 0) keys_.Kill(t.model);
+    FUZZ_NOTE(absl::StrCat("deregister rkey 0x",
+                           absl::Hex(keys_.mr(t.model).rkey), " (", bound,
+                           " windows bound)"));
+  }
+
+  // --- Windows ----------------------------------------------------------------
+
+  void AllocWindow() {
+    const uint8_t b = in_.U8();
+    if (windows_.size() >= kMaxWindows) return;
+    const MwType type = (b & 1) ? MwType::kType2 : MwType::kType1;
+    const int pd = (b & 2) ? kOtherPd : kServerPd;
+    Pd* pd_handle = pd == kServerPd ? pair_->server().pd() : other_pd_.get();
+    auto mw = pd_handle->AllocMw(type);
+    ExpectErrno(mw.status(), 0, "AllocMw");
+    ModelMw m;
+    m.node = 1;
+    m.pd = pd;
+    m.type = type;
+    m.rkey = m.handle_rkey = (*mw)->rkey();
+    Window w;
+    w.model = keys_.AddMw(m);
+    w.handle = *std::move(mw);
+    FUZZ_NOTE(absl::StrCat("alloc window ", windows_.size(), " type ",
+                           static_cast<int>(type), " pd ", pd, " rkey 0x",
+                           absl::Hex(m.rkey)));
+    windows_.push_back(std::move(w));
+    CheckKeys();
+  }
+
+  void DeallocWindow() {
+    const size_t i = in_.Below(static_cast<uint32_t>(windows_.size()));
+    if (windows_.empty()) return;
+    Window& w = windows_[i];
+    ExpectErrno(w.handle->Destroy(), keys_.mw(w.model).live ? 0 : EINVAL,
+                "Mw::Destroy");
+    keys_.KillMw(w.model);
+    FUZZ_NOTE(absl::StrCat("dealloc window ", i));
+  }
+
+  // Runs the fabric after a bind or LOCAL_INV of the server and checks its
+  // one completion (none for an unsignaled success); on an error the server
+  // QP is in ERR, its receives flush, and the pair is reconnected.
+  void FinishServerOp(uint64_t wr_id, const StatusSet& want, bool completes,
+                      WcOpcode opcode) {
+    pair_->fabric->RunUntilIdle();
+    std::vector<ExpectedWc> send;
+    if (completes) send.push_back({wr_id, want, opcode, 0, false, 0});
+    const bool failed = !want.IsSuccessOnly();
+    std::vector<ExpectedWc> recv;
+    if (failed) {
+      for (const PostedRecv& r : rq_) {
+        recv.push_back(
+            {r.wr_id, {WcStatus::kWrFlushErr}, WcOpcode::kRecv, 0, false, 0});
+        free_slices_.push_back(r.slice);
+      }
+      rq_.clear();
+    }
+    CompareCq(pair_->server().send_cq(), send, "server send CQ");
+    CompareCq(pair_->server().recv_cq(), recv, "server recv CQ");
+    CompareCq(pair_->client().send_cq(), {}, "client send CQ");
+    CompareCq(pair_->client().recv_cq(), {}, "client recv CQ");
+    const QpState ss = pair_->server().qp()->state();
+    const QpState cs = pair_->client().qp()->state();
+    const QpState want_ss = failed ? QpState::kErr : QpState::kRts;
+    if (ss != want_ss || cs != QpState::kRts) {
+      Violation(absl::StrCat("after a server bind/invalidate wr_id ", wr_id,
+                             ": server QP ", QpStateName(ss), ", client QP ",
+                             QpStateName(cs), "; expected ",
+                             QpStateName(want_ss), " and RTS"));
+    }
+    target_->Check("target memory after a bind or invalidate");
+    if (failed) {
+      pair_->Reconnect();
+      FUZZ_NOTE("reconnected");
+    }
+  }
+
+  void BindWindow() {
+    const size_t i = in_.Below(static_cast<uint32_t>(windows_.size()));
+    const size_t m = in_.Below(static_cast<uint32_t>(mrs_.size()));
+    const uint8_t shape = in_.U8();
+    uint8_t off = 0, len = 0;
+    if (shape % 4 == 1) {
+      off = in_.U8();
+      len = in_.U8();
+    } else if (shape % 4 == 2) {
+      off = in_.U8();
+    }
+    const uint32_t access = (in_.U8() & 7u) << 1;
+    const bool signaled = (in_.U8() & 1) == 0;
+    if (windows_.empty() || mrs_.empty()) return;
+    Window& w = windows_[i];
+    const TargetMr& t = mrs_[m];
+    const ModelMr& mr = keys_.mr(t.model);
+    BindCall call;
+    call.mw = w.model;
+    call.verb = keys_.mw(w.model).type == MwType::kType1;
+    call.qp = kServerQp;
+    call.qp_pd = kServerPd;
+    call.mr = t.model;
+    call.access = access;
+    call.wr_rkey = IncRkey(keys_.mw(w.model).rkey);
+    switch (shape % 4) {
+      case 0:  // the whole MR
+        call.addr = mr.addr;
+        call.length = mr.length;
+        break;
+      case 1:  // a part of it
+        call.addr = mr.addr + (mr.length ? off % mr.length : 0);
+        call.length = std::min<uint64_t>(len, mr.addr + mr.length - call.addr);
+        if (call.length == 0) call.length = 1;  // maybe past the end
+        break;
+      case 2:  // past its end
+        call.addr = mr.addr + off % 16;
+        call.length = mr.length + 1;
+        break;
+      default:  // length 0: unbinds type 1, refused for type 2
+        call.addr = mr.addr;
+        call.length = 0;
+        break;
+    }
+    const BindOutcome out = keys_.PredictBind(call, rules_);
+    MwBindInfo info;
+    info.mr = t.handle.get();
+    info.addr = call.addr;
+    info.length = call.length;
+    info.mw_access_flags = access;
+    const uint64_t wr_id = next_wr_id_++;
+    absl::Status st;
+    if (call.verb) {
+      MwBind bind;
+      bind.wr_id = wr_id;
+      bind.send_flags = signaled ? kSendSignaled : 0;
+      bind.bind_info = info;
+      st = pair_->server().qp()->BindMw(w.handle.get(), bind);
+    } else {
+      SendWr wr;
+      wr.wr_id = wr_id;
+      wr.opcode = WrOpcode::kBindMw;
+      wr.send_flags = signaled ? kSendSignaled : 0;
+      wr.bind_mw.mw = w.handle.get();
+      wr.bind_mw.rkey = call.wr_rkey;
+      wr.bind_mw.bind_info = info;
+      st = pair_->server().qp()->PostSend(wr);
+    }
+    FUZZ_NOTE(absl::StrCat(
+        "bind window ", i, " to MR rkey 0x", absl::Hex(mr.rkey), " [0x",
+        absl::Hex(call.addr), ", +", call.length, ") rights ",
+        AccessFlagsName(access), signaled ? "" : " unsignaled", ": ",
+        st.ToString(), "; model ",
+        out.post_errno ? ErrnoName(out.post_errno) : StatusName(out.status)));
+    ExpectErrno(st, out.post_errno, "bind of a window");
+    if (out.post_errno != 0) return;
+    keys_.ApplyBind(call, out.status);
+    FinishServerOp(wr_id, {out.status},
+                   signaled || out.status != WcStatus::kSuccess,
+                   WcOpcode::kBindMw);
+    if (w.handle->rkey() != keys_.mw(w.model).handle_rkey) {
+      Violation(absl::StrCat("window ", i, " reports rkey 0x",
+                             absl::Hex(w.handle->rkey()), ", the model 0x",
+                             absl::Hex(keys_.mw(w.model).handle_rkey)));
+    }
+    CheckKeys();
+  }
+
+  void InvalidateWindow() {
+    const size_t i = in_.Below(static_cast<uint32_t>(windows_.size()));
+    const uint8_t mode = in_.U8();
+    if (windows_.empty()) return;
+    const ModelMw& w = keys_.mw(windows_[i].model);
+    uint32_t key = w.rkey;
+    if (mode % 4 == 2) key = (w.rkey & ~0xffu) | ((w.rkey - 1) & 0xffu);
+    if (mode % 4 == 3) key = w.rkey ^ 0x100;
+    int window = -1;
+    const InvVerdict v =
+        keys_.CheckInvalidate(1, key, kServerPd, kServerQp, rules_, &window);
+    StatusSet want = {WcStatus::kSuccess};
+    if (v == InvVerdict::kWrongQp) want = {WcStatus::kMwBindErr};
+    if (v == InvVerdict::kNotInvalidatable) want = rules_.local_inv_refused;
+    SendWr wr;
+    wr.wr_id = next_wr_id_++;
+    wr.opcode = WrOpcode::kLocalInv;
+    wr.send_flags = kSendSignaled;
+    wr.invalidate_rkey = key;
+    FUZZ_NOTE(absl::StrCat("server LOCAL_INV 0x", absl::Hex(key), ": model ",
+                           want.ToString()));
+    ExpectErrno(pair_->server().qp()->PostSend(wr), 0, "PostSend (LOCAL_INV)");
+    if (v == InvVerdict::kOk) keys_.Invalidate(window);
+    FinishServerOp(wr.wr_id, want, true, WcOpcode::kLocalInv);
   }
 
   void SetQpAccess() {
@@ -252,7 +476,15 @@ class RkeyHarness {
   uint32_t DecodeRkey() {
     const uint8_t mode = in_.U8();
     const int n = keys_.size();
-    switch (mode % 6) {
+    if (mode % 9 >= 6 && keys_.mw_count() > 0) {
+      const ModelMw& w = keys_.mw(in_.Below(keys_.mw_count()));
+      switch (mode % 9) {
+        case 6: return w.rkey;
+        case 7: return (w.rkey & ~0xffu) | ((w.rkey - 1) & 0xffu);  // stale
+        default: return w.rkey ^ (1u << in_.U8() % 32);              // forged
+      }
+    }
+    switch (mode % 9) {
       case 0:
       case 1:  // the rkey of some MR, live or dead
         return keys_.mr(in_.Below(n)).rkey;
@@ -269,7 +501,15 @@ class RkeyHarness {
 
   uint64_t DecodeRemoteAddr() {
     const uint8_t mode = in_.U8();
-    switch (mode % 6) {
+    if (mode % 8 >= 6 && keys_.mw_count() > 0) {
+      // Around a window's last binding (the model keeps it until rebound).
+      const ModelMw& w = keys_.mw(in_.Below(keys_.mw_count()));
+      const uint64_t base = w.bound ? w.addr : target_->addr();
+      const uint64_t len = w.bound ? w.length : 0;
+      return mode % 8 == 6 ? base + static_cast<int8_t>(in_.U8())
+                           : base + len - in_.U8() % 16;
+    }
+    switch (mode % 8) {
       case 0: {  // inside or around an MR
         const ModelMr& m = keys_.mr(in_.Below(keys_.size()));
         return m.addr + static_cast<int16_t>(in_.U16());
@@ -419,13 +659,7 @@ class RkeyHarness {
     }
     if (dereg_after_post >= 0 && !mrs_.empty()) {
       TargetMr& t = mrs_[dereg_after_post % mrs_.size()];
-      const bool live = keys_.mr(t.model).live;
-      ExpectErrno(t.handle->Destroy(), live ? 0 : EINVAL,
-                  "Mr::Destroy with WRs in flight");
-      keys_.Kill(t.model);
-      FUZZ_NOTE(absl::StrCat("deregister rkey 0x",
-                             absl::Hex(keys_.mr(t.model).rkey),
-                             " with the batch in flight"));
+      DeregisterTarget(t, "Mr::Destroy with WRs in flight");
     }
 
     // The model runs the accepted WRs in order.
@@ -452,7 +686,7 @@ class RkeyHarness {
       const bool have_recv = !rq_.empty();
       if (have_recv) recv = rq_.front();
       req.recv_capacity = recv.capacity;
-      ResponderView rv{1, kServerPd, server_access_};
+      ResponderView rv{1, kServerPd, server_access_, kServerQp};
       RemoteOutcome out = PredictRemote(req, rv, keys_, rules_);
       if (out.consumes_recv) {
         if (!have_recv) Violation("harness: no receive for a consuming WR");
@@ -463,8 +697,22 @@ class RkeyHarness {
                                  ? WcOpcode::kRecvRdmaWithImm
                                  : WcOpcode::kRecv,
                              static_cast<uint32_t>(b.length),
-                             b.kind == RemoteKind::kWriteImm, b.wr.imm_data});
-        if (b.kind == RemoteKind::kSendInv) {
+                             b.kind == RemoteKind::kWriteImm, b.wr.imm_data,
+                             out.invalidates >= 0, req.rkey});
+        if (out.invalidates >= 0) {
+          // Delivered: the payload is in the receive buffer, and the
+          // window is dead from here on.
+          std::vector<uint8_t> msg;
+          for (const Sge& sg : b.sges) {
+            const uint8_t* p = local_->shadow().data() + local_->Offset(sg.addr);
+            msg.insert(msg.end(), p, p + sg.length);
+          }
+          if (!msg.empty()) {
+            std::memcpy(recv_->shadow().data() + recv.slice * kSliceSize,
+                        msg.data(), msg.size());
+          }
+          keys_.Invalidate(out.invalidates);
+        } else if (b.kind == RemoteKind::kSendInv) {
           // The payload may land before the invalidation fails: the
           // receive buffer's content is undefined after an error.
           undefined_recv.push_back({recv.slice * kSliceSize, recv.capacity});
@@ -567,6 +815,12 @@ class RkeyHarness {
                                  ", expected opcode ", WcOpcodeName(w.opcode),
                                  " len ", w.byte_len));
         }
+        if (w.with_inv &&
+            (!(wc.wc_flags & kWcWithInv) || wc.invalidated_rkey != w.inv_rkey)) {
+          Violation(absl::StrCat(what, ": completion ", WcString(wc),
+                                 " lacks IBV_WC_WITH_INV of rkey 0x",
+                                 absl::Hex(w.inv_rkey)));
+        }
         if (w.with_imm &&
             (!(wc.wc_flags & kWcWithImm) || wc.imm_data != w.imm)) {
           Violation(absl::StrCat(what, ": completion ", WcString(wc),
@@ -615,6 +869,8 @@ class RkeyHarness {
 
   // The effect of a successful operation on the shadows.
   void Apply(const BatchWr& b, const RemoteRequest& req) {
+    // A send touches the receive buffer only (the caller's business).
+    if (b.kind == RemoteKind::kSendInv) return;
     if (b.length == 0 && b.kind != RemoteKind::kCmpSwap &&
         b.kind != RemoteKind::kFetchAdd) {
       return;  // nothing moves (and addr/rkey may be anything)
@@ -692,6 +948,7 @@ class RkeyHarness {
   std::unique_ptr<Mr> local_mr_;
   std::unique_ptr<Mr> recv_mr_;
   std::vector<TargetMr> mrs_;
+  std::vector<Window> windows_;
   std::deque<PostedRecv> rq_;
   std::deque<size_t> free_slices_;
   uint64_t next_wr_id_ = 1;

@@ -5,7 +5,7 @@
 # size), reports findings with the commands that replay them, and with
 # --merge adds the inputs that bring new coverage to fuzz/corpus/<name>/.
 #
-#   fuzz/campaign.sh [--merge] [SECONDS] [reg_fuzzer|rkey_fuzzer|sequence_fuzzer ...]
+#   tools/fuzz_campaign.sh [--merge] [SECONDS] [reg_fuzzer|rkey_fuzzer|sequence_fuzzer ...]
 #
 # BAZEL overrides the bazel command (e.g. BAZEL="bazel --output_base=/tmp/ob").
 # Exit status: 0 without findings, 1 with, 2 on a usage or build error.
