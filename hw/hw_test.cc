@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <infiniband/verbs.h>
+
 #include "absl/strings/match.h"
 #include "core/errors.h"
 #include "core/names.h"
@@ -38,6 +40,23 @@ std::unique_ptr<Provider> OpenHw() {
 bool HasDevice(Provider& provider) {
   absl::StatusOr<std::vector<std::string>> devices = provider.ListDevices();
   return devices.ok() && !devices->empty();
+}
+
+// Whether the device called `name` is iWARP (siw): its QPs report no state
+// (siw_query_qp leaves qp_state 0 = RESET) and an RDMA write completes once
+// it is sent, whatever the responder then finds (RDMAP has no ACK).
+bool IsIwarp(const std::string& name) {
+  int num = 0;
+  ibv_device** list = ibv_get_device_list(&num);
+  if (list == nullptr) return false;
+  bool iwarp = false;
+  for (int i = 0; i < num; ++i) {
+    if (name == ibv_get_device_name(list[i])) {
+      iwarp = list[i]->transport_type == IBV_TRANSPORT_IWARP;
+    }
+  }
+  ibv_free_device_list(list);
+  return iwarp;
 }
 
 // The status fails with `err` and its message mentions `needle`.
@@ -188,7 +207,8 @@ TEST_F(HwDeviceTest, LoopbackSendAndBadRkey) {
   Endpoint& client = *pair->client;
   Endpoint& server = *pair->server;
   ASSERT_TRUE(server.WaitConnected().ok());
-  EXPECT_EQ(client.qp()->state(), QpState::kRts);
+  const bool iwarp = IsIwarp(client.context()->device_attr().name);
+  if (!iwarp) EXPECT_EQ(client.qp()->state(), QpState::kRts);
 
   char out[16] = "hello, hw";
   char in[16] = {};
@@ -214,6 +234,14 @@ TEST_F(HwDeviceTest, LoopbackSendAndBadRkey) {
                   .ok());
   absl::StatusOr<WorkCompletion> bad = client.GetSendComp();
   ASSERT_TRUE(bad.ok()) << bad.status();
+  if (iwarp) {
+    // The responder answers with a TERMINATE that takes both QPs to ERROR
+    // later (tools/guest/known_differences.md, siw "UNACKED").
+    EXPECT_TRUE(bad->status == WcStatus::kSuccess ||
+                bad->status == WcStatus::kRemAccessErr)
+        << static_cast<int>(bad->status);
+    return;
+  }
   EXPECT_EQ(bad->status, WcStatus::kRemAccessErr);
   EXPECT_EQ(client.qp()->state(), QpState::kErr);
 }
