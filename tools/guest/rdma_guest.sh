@@ -52,7 +52,9 @@
 #
 # Exit status: the command's own; 124 if the guest ran past the timeout; 125
 # for a failure of the harness itself (packages, download, siw build, boot,
-# a device or address not coming up), with the reason on stderr.
+# a device or address not coming up) and when the guest kernel died under
+# the command (a kernel panic is named as such), with the reason and the end
+# of the guest's console on stderr.
 set -euo pipefail
 
 readonly INFRA=125
@@ -436,12 +438,6 @@ cp "${here}/guest_init.sh" "${ctl}/guest_init.sh"
 : >"${ctl}/stdout"
 : >"${ctl}/stderr"
 
-# Stream the command's output while it runs.
-tail -n +1 -f "${ctl}/stdout" &
-tails+=($!)
-tail -n +1 -f "${ctl}/stderr" >&2 &
-tails+=($!)
-
 say "booting ${kver} (${accel[1]}, ${cpus} vCPUs, ${mem} MiB)"
 start="$(date +%s)"
 set +e
@@ -457,15 +453,18 @@ timeout --kill-after=10 "${timeout_s}" qemu-system-x86_64 \
   -netdev hubport,id=n1,hubid=0 -device virtio-net-pci,netdev=n1,mac=52:54:00:00:00:02 \
   </dev/null >"${ctl}/qemu.log" 2>&1 &
 qemu_pid=$!
+# Stream the command's output while it runs; each tail prints what is left
+# and exits once qemu is gone.
+tail -n +1 -f --pid="${qemu_pid}" "${ctl}/stdout" &
+tails+=($!)
+tail -n +1 -f --pid="${qemu_pid}" "${ctl}/stderr" >&2 &
+tails+=($!)
 wait "${qemu_pid}"
 qemu_rc=$?
 qemu_pid=""
-set -e
-# Let the tails print what is left.
-sleep 0.3
-for pid in "${tails[@]}"; do kill "${pid}" 2>/dev/null || true; done
-wait "${tails[@]}" 2>/dev/null || true
+wait "${tails[@]}" 2>/dev/null
 tails=()
+set -e
 say "guest finished in $(( $(date +%s) - start )) s"
 
 show_console() {

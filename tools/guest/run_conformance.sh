@@ -58,7 +58,8 @@ if [[ -z "${bin}" ]]; then
   bin="$(cd "${repo}" && bazel info bazel-bin 2>/dev/null)" || bin=""
   [[ -n "${bin}" ]] || { echo "run_conformance: 'bazel info bazel-bin' failed: pass --bin" >&2; exit 2; }
 fi
-bin="$(cd "${bin}" 2>/dev/null && pwd)" || { echo "run_conformance: no directory ${bin}" >&2; exit 2; }
+[[ -d "${bin}" ]] || { echo "run_conformance: no directory ${bin}" >&2; exit 2; }
+bin="$(cd "${bin}" && pwd)"
 for test in hw/hw_test tests/conformance_test; do
   if [[ ! -x "${bin}/${test}" ]]; then
     echo "run_conformance: ${bin}/${test} is missing: build //hw:hw_test and //tests:conformance_test first" >&2
