@@ -545,8 +545,10 @@ struct Step {
 Step RcStep(QpState from, QpState to) {
   using S = QpState;
   Step t;
-  if (to == S::kReset || to == S::kErr) {
-    t.valid = true;  // from anywhere, with no other attribute
+  // To RESET from anywhere, to ERR from anywhere but RESET (the kernel's
+  // qp_state_table has no RESET -> ERR), with no other attribute.
+  if (to == S::kReset || (to == S::kErr && from != S::kReset)) {
+    t.valid = true;
     return t;
   }
   if (from == S::kReset && to == S::kInit) {

@@ -23,8 +23,10 @@ TransitionRule RuleFor(QpType type, S from, S to) {
   const bool ud = type == QpType::kUd;
   const bool rc = type == QpType::kRc;
   TransitionRule r;
-  // Any state may go to RESET or ERR.
-  if (to == S::kReset || to == S::kErr) {
+  // Any state may go to RESET, and any but RESET to ERR: a QP in RESET has
+  // nothing to flush, and the kernel's qp_state_table (which every Linux
+  // device, rxe and siw included, goes through) has no RESET -> ERR.
+  if (to == S::kReset || (to == S::kErr && from != S::kReset)) {
     r.valid = true;
     return r;
   }

@@ -168,8 +168,11 @@ absl::Status BringQpTo(RawQp& raw, QpState state) {
   Qp* qp = raw.qp.get();
   auto step = [qp](const QpStep& s) { return qp->Modify(s.attr, s.mask); };
   if (state == QpState::kReset) return absl::OkStatus();
-  if (state == QpState::kErr) return step(ToStateStep(QpState::kErr));
   absl::Status status = step(ResetToInitStep());
+  // ERR by way of INIT: RESET -> ERR is not a transition (qp_state_table).
+  if (!status.ok() || state == QpState::kErr) {
+    return status.ok() ? step(ToStateStep(QpState::kErr)) : status;
+  }
   if (!status.ok() || state == QpState::kInit) return status;
   status = step(InitToRtrStep(qp->qp_num(), raw.gid));
   if (!status.ok() || state == QpState::kRtr) return status;

@@ -162,8 +162,8 @@ QpStep InitToRtrStep(uint32_t dest_qpn, const Gid& dgid);
 QpStep RtrToRtsStep();
 QpStep ToStateStep(QpState state);  // just STATE: for ERR, RESET, SQD, SQD->RTS
 
-// Drives a RESET QP along the valid path RESET->INIT->RTR->RTS(->SQD) or to
-// ERR; connects it to itself (its own QPN and GID) on the way.
+// Drives a RESET QP along the valid path RESET->INIT->RTR->RTS(->SQD), or
+// RESET->INIT->ERR; connects it to itself (its own QPN and GID) on the way.
 absl::Status BringQpTo(RawQp& raw, QpState state);
 
 // Polls `cq` until a completion arrives (the sim progresses while its CQs

@@ -97,8 +97,8 @@ const Transition kValidTransitions[] = {
     {QpState::kSqd, QpState::kRts},    {QpState::kReset, QpState::kReset},
     {QpState::kInit, QpState::kReset}, {QpState::kRtr, QpState::kReset},
     {QpState::kRts, QpState::kReset},  {QpState::kSqd, QpState::kReset},
-    {QpState::kErr, QpState::kReset},  {QpState::kReset, QpState::kErr},
-    {QpState::kInit, QpState::kErr},   {QpState::kRtr, QpState::kErr},
+    {QpState::kErr, QpState::kReset},  {QpState::kInit, QpState::kErr},
+    {QpState::kRtr, QpState::kErr},
     {QpState::kRts, QpState::kErr},    {QpState::kSqd, QpState::kErr},
     {QpState::kErr, QpState::kErr},
 };
@@ -133,7 +133,7 @@ const Transition kInvalidTransitions[] = {
     {QpState::kRts, QpState::kRtr},   {QpState::kSqd, QpState::kInit},
     {QpState::kSqd, QpState::kRtr},   {QpState::kErr, QpState::kInit},
     {QpState::kErr, QpState::kRtr},   {QpState::kErr, QpState::kRts},
-    {QpState::kErr, QpState::kSqd},
+    {QpState::kErr, QpState::kSqd},   {QpState::kReset, QpState::kErr},
 };
 
 INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(
@@ -514,9 +514,8 @@ TEST_P(QpStateTest, ResetDiscardsPostedReceivesWithoutCompletions) {
   QpStep reset = ToStateStep(QpState::kReset);
   ASSERT_OK(raw->qp->Modify(reset.attr, reset.mask));
   EXPECT_THAT(Drain(raw->cq.get()), IsEmpty());
-  // Had they survived, ERR would flush them now.
-  QpStep err = ToStateStep(QpState::kErr);
-  ASSERT_OK(raw->qp->Modify(err.attr, err.mask));
+  // Had they survived, ERR (by way of INIT) would flush them now.
+  ASSERT_OK(BringQpTo(*raw, QpState::kErr));
   EXPECT_THAT(Drain(raw->cq.get()), IsEmpty());
 }
 

@@ -552,7 +552,9 @@ TEST_P(RcErrorTest, ResetDiscardsOutstandingSendsWithoutCompletions) {
   ASSERT_OK(p->client().qp()->Modify(reset, kQpState));
   ExpectQpState(p->client(), QpState::kReset);
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
-  // Had they survived, ERR would flush them now.
+  // Had they survived, ERR (by way of INIT) would flush them now.
+  const QpStep init = ResetToInitStep();
+  ASSERT_OK(p->client().qp()->Modify(init.attr, init.mask));
   QpAttr err;
   err.qp_state = QpState::kErr;
   ASSERT_OK(p->client().qp()->Modify(err, kQpState));
