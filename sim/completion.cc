@@ -40,9 +40,11 @@ void OverflowCq(CqState& cq) {
   ev.type = AsyncEventType::kCqErr;
   ev.cq_id = cq.id;
   cq.context->async_events.push_back(ev);
-  std::vector<QpCore*> qps(cq.qps.begin(), cq.qps.end());
-  for (QpCore* qp : qps) {
-    if (qp->state != verbsim::QpState::kErr) EnterError(*qp);
+  if (cq.context->node->fabric->profile().cq_overflow_errors_qps) {
+    std::vector<QpCore*> qps(cq.qps.begin(), cq.qps.end());
+    for (QpCore* qp : qps) {
+      if (qp->state != verbsim::QpState::kErr) EnterError(*qp);
+    }
   }
   cq.context->node->fabric->Wake();
 }

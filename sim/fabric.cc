@@ -18,6 +18,7 @@ Fabric::Fabric(FabricOptions options)
     node->fabric = this;
     node->index = i;
     node->name = absl::StrCat("sim", i);
+    node->keys.set_window_bounds_checked(options_.profile.mw_bounds_checked);
     // IPv4-mapped GID of 10.<hi>.<lo>.<n> for RoCEv2 over IPv4.
     node->gid[10] = 0xff;
     node->gid[11] = 0xff;

@@ -120,9 +120,11 @@ AccessResult CheckAccess(const KeyTable& keys, uint32_t key, KeyKind kind,
     if (mw->type == MwType::kType2 && mw->qpn != qpn) {
       return AccessResult::kWrongQp;
     }
-    if (!InRange(addr, length, mw->addr, mw->length)) {
-      return AccessResult::kOutOfBounds;
-    }
+    const bool in_bounds =
+        keys.window_bounds_checked()
+            ? InRange(addr, length, mw->addr, mw->length)
+            : InRange(addr, length, mw->mr->addr, mw->mr->length);
+    if (!in_bounds) return AccessResult::kOutOfBounds;
     if ((mw->access & required) != required) {
       return AccessResult::kAccessDenied;
     }

@@ -49,6 +49,10 @@ class KeyTable {
   // null.
   MwState* LookupMw(uint32_t key) const;
   size_t live_mws() const { return live_mws_; }
+  // Whether accesses through a window are held to the window's bounds (the
+  // profile's mw_bounds_checked) or only to its region's.
+  void set_window_bounds_checked(bool on) { window_bounds_checked_ = on; }
+  bool window_bounds_checked() const { return window_bounds_checked_; }
 
  private:
   struct Slot {
@@ -65,6 +69,7 @@ class KeyTable {
   std::vector<MwSlot> mw_slots_;
   std::deque<uint32_t> mw_free_;
   size_t live_mws_ = 0;
+  bool window_bounds_checked_ = true;
 };
 
 // The access check (IBA 10.6.3 / C10-xx protection rules): `key` must name a

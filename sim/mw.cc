@@ -40,7 +40,10 @@ WcStatus ExecuteBind(QpCore& qp, SendWqe& w) {
     // is invalidated, never unbound by a zero-length bind.
     if (mw.bound || w.bind_length == 0) return kRefused;
     // The new rkey keeps the window's index; only the key byte is chosen.
-    if ((w.bind_rkey & ~0xffu) != (mw.rkey & ~0xffu)) return kRefused;
+    if ((w.bind_rkey & ~0xffu) != (mw.rkey & ~0xffu) &&
+        qp.node->fabric->profile().bind_checks_rkey_index) {
+      return kRefused;
+    }
   }
   if (w.bind_length > 0) {
     const MrState* mr = w.bind_mr.get();
@@ -58,7 +61,7 @@ WcStatus ExecuteBind(QpCore& qp, SendWqe& w) {
     if (!InMr(*mr, w.bind_addr, w.bind_length)) return kRefused;
   }
   UnbindMw(mw);
-  mw.rkey = w.bind_rkey;
+  mw.rkey = (mw.rkey & ~0xffu) | (w.bind_rkey & 0xffu);
   if (w.bind_length > 0) {
     mw.bound = true;
     mw.mr = w.bind_mr;

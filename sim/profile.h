@@ -28,6 +28,8 @@ struct SimProfile {
   // Status of the receive whose buffer is too small for the message. The
   // sender sees REM_INV_REQ_ERR either way.
   WcStatus recv_too_small_status = WcStatus::kLocLenErr;
+  // ... and the sender's (the NAK the responder sends).
+  WcStatus recv_too_small_sender_status = WcStatus::kRemInvReqErr;
   // Whether a zero-length RDMA read/write skips the rkey check (rxe: yes; the
   // spec allows either).
   bool zero_length_skips_rkey_check = true;
@@ -63,6 +65,28 @@ struct SimProfile {
   // IBV_EVENT_QP_LAST_WQE_REACHED when a QP on an SRQ enters ERR (IBA
   // 11.6.3.2); rxe raises it only since 6.12.
   bool raises_last_wqe_reached = true;
+  // Kernel 6.1 rxe deviations seen in the guest (tools/guest/
+  // known_differences.md has the driver source of each):
+  // accesses through a window are checked against the window's bounds
+  // (rxe: only the region's);
+  bool mw_bounds_checked = true;
+  // a type 2 bind's new rkey must keep the window's index (rxe: only its key
+  // byte is taken);
+  bool bind_checks_rkey_index = true;
+  // a BIND_MW work request for a type 1 window is refused at post (rxe
+  // accepts it: ibv_bind_mw itself posts one);
+  bool refuses_type1_bind_wr = true;
+  // a SEND_WITH_INV receive reports IBV_WC_WITH_INV and invalidated_rkey
+  // (rxe 6.1 sets another bit);
+  bool reports_with_inv = true;
+  // a UD post checks remote_qpn (24 bits; 0xFFFFFF exactly for a group);
+  bool checks_ud_remote_qpn = true;
+  // a multicast datagram reaches group members on the sending device;
+  bool mcast_reaches_local_members = true;
+  // a CQ overrun moves the QPs completing there to ERR (rxe leaves them);
+  bool cq_overflow_errors_qps = true;
+  // a receive posted to a QP in ERR is flushed at once (rxe: never).
+  bool flushes_recv_posted_in_err = true;
 };
 
 // The built-in profiles by name; "" means "ibta".

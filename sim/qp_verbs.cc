@@ -267,7 +267,8 @@ namespace {
 // Checks a BIND_MW work request's arguments (ibv_post_send(3),
 // ibv_bind_mw(3)); what depends on the window's state at execution time is
 // checked then (mw.cc) and fails the WR with MW_BIND_ERR.
-absl::Status CheckBindWr(const SendWr& wr, const ResolvedWr& r) {
+absl::Status CheckBindWr(const QpCore& qp, const SendWr& wr,
+                         const ResolvedWr& r) {
   if (r.mw == nullptr) {
     return Errno(EINVAL, "wr_id %u: BIND_MW without a memory window",
                  wr.wr_id);
@@ -278,7 +279,8 @@ absl::Status CheckBindWr(const SendWr& wr, const ResolvedWr& r) {
   }
   // IBA 10.6.7.2: type 1 windows are bound by the Bind Memory Window verb
   // (ibv_bind_mw), type 2 windows by the work request.
-  if (r.mw->type == MwType::kType1 && !r.bind_verb) {
+  if (r.mw->type == MwType::kType1 && !r.bind_verb &&
+      qp.node->fabric->profile().refuses_type1_bind_wr) {
     return Errno(EINVAL,
                  "wr_id %u: BIND_MW work request for a type 1 window "
                  "(use ibv_bind_mw)",
@@ -318,7 +320,7 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
     return Errno(EINVAL, "wr_id %u: BIND_MW on a UD QP", wr.wr_id);
   }
   if (wr.opcode == WrOpcode::kBindMw) {
-    if (absl::Status s = CheckBindWr(wr, r); !s.ok()) return s;
+    if (absl::Status s = CheckBindWr(qp, wr, r); !s.ok()) return s;
   }
   if (wr.send_flags & ~kSendAllKnown) {
     return Errno(EINVAL, "wr_id %u: send_flags 0x%x has unknown bits",
@@ -381,12 +383,15 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
       return Errno(EINVAL, "wr_id %u: the address handle is destroyed",
                    wr.wr_id);
     }
-    if (wr.ud.remote_qpn > kPsnMask) {
+    const bool check_qpn =
+        qp.node->fabric->profile().checks_ud_remote_qpn;
+    if (check_qpn && wr.ud.remote_qpn > kPsnMask) {
       return Errno(EINVAL, "wr_id %u: remote_qpn 0x%x exceeds 24 bits",
                    wr.wr_id, wr.ud.remote_qpn);
     }
     // A multicast group is addressed with QPN 0xFFFFFF, and only a group is.
-    if ((r.ah->dest_node < 0) != (wr.ud.remote_qpn == kMulticastQpn)) {
+    if (check_qpn &&
+        (r.ah->dest_node < 0) != (wr.ud.remote_qpn == kMulticastQpn)) {
       return Errno(EINVAL,
                    "wr_id %u: remote_qpn 0x%x does not match the address "
                    "handle (a multicast group needs 0xffffff)",
@@ -511,7 +516,8 @@ absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
     r.wr_id = wr.wr_id;
     r.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
     r.capacity = SgeTotal(r.sges);
-    if (qp.state == S::kErr) {
+    if (qp.state == S::kErr &&
+        qp.node->fabric->profile().flushes_recv_posted_in_err) {
       WorkCompletion wc;
       wc.wr_id = r.wr_id;
       wc.status = WcStatus::kWrFlushErr;

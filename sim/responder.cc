@@ -77,11 +77,12 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
   }
   const uint64_t len = p.payload.size();
   if (qp.recv_offset + len > qp.cur_recv.capacity) {
-    // Receive buffer too small: LOC_LEN_ERR here, NAK invalid request.
+    // Receive buffer too small: LOC_LEN_ERR here, NAK invalid request
+    // (IBA 9.9.3.1.1, class C), or what the profile says.
     qp.in_send = false;
     CompleteRecv(qp, qp.cur_recv, profile.recv_too_small_status,
                  WcOpcode::kRecv, 0, p);
-    FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+    FatalNak(qp, p.psn, NakFor(profile.recv_too_small_sender_status));
     return;
   }
   if (len > 0 && CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges,
@@ -309,7 +310,8 @@ void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
       wc.wc_flags |= kWcWithImm;
       wc.imm_data = p.imm;
     }
-    if (HasInvalidate(p.opcode)) {
+    if (HasInvalidate(p.opcode) &&
+        qp.node->fabric->profile().reports_with_inv) {
       wc.wc_flags |= kWcWithInv;
       wc.invalidated_rkey = p.imm;
     }

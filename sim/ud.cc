@@ -100,7 +100,10 @@ WcStatus UdSend(QpCore& qp, SendWqe& w) {
   // A multicast group: one copy to every attached QP but the sender's own
   // (IBA 10.5.2.5: the QPN is 0xFFFFFF).
   for (const auto& [node, qpn] : fabric->McastMembers(w.ah->attr.dgid)) {
-    if (node == qp.node->index && qpn == qp.qpn) continue;
+    if (node == qp.node->index &&
+        (qpn == qp.qpn || !profile.mcast_reaches_local_members)) {
+      continue;
+    }
     ++qp.packets_sent;
     Packet copy = p;
     copy.dst_node = node;

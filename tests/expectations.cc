@@ -38,7 +38,9 @@ Expectations Rxe() {
   e.bad_lkey = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
   e.read_into_readonly_mr = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
   e.recv_prot_receiver = {WcStatus::kLocQpOpErr};
-  e.recv_too_small_receiver = {WcStatus::kRemInvReqErr};
+  // Kernel 6.1: copy_data's -EINVAL takes the malformed-WQE path.
+  e.recv_too_small_sender = {WcStatus::kRemOpErr};
+  e.recv_too_small_receiver = {WcStatus::kLocQpOpErr};
   e.remote_qp_access = {WcStatus::kRemInvReqErr};
   e.rkey_of_other_pd = {WcStatus::kRemAccessErr};
   // The receiver completes REM_INV_REQ_ERR; whether the sender is NAKed
@@ -57,6 +59,14 @@ Expectations Rxe() {
   e.dereg_bound_mr_errno = EINVAL;
   e.bind_checks_pd = false;
   e.invalidate_checks_qp = false;
+  e.mw_bounds_checked = false;
+  e.bind_checks_rkey_index = false;
+  e.refuses_type1_bind_wr = false;
+  e.reports_with_inv = false;
+  e.checks_ud_remote_qpn = false;
+  e.mcast_reaches_local_members = false;
+  e.cq_overflow_errors_qps = false;
+  e.flushes_recv_posted_in_err = false;
   return e;
 }
 

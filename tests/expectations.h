@@ -123,6 +123,23 @@ struct Expectations {
   // invalidation checks the window was bound through the invalidating QP.
   bool bind_checks_pd = true;
   bool invalidate_checks_qp = true;
+  // Deviations of kernel 6.1 rxe (sim/profile.h has the same fields):
+  // accesses through a window are held to the window's bounds;
+  bool mw_bounds_checked = true;
+  // a type 2 bind's rkey must keep the window's index;
+  bool bind_checks_rkey_index = true;
+  // a BIND_MW work request for a type 1 window is EINVAL;
+  bool refuses_type1_bind_wr = true;
+  // a SEND_WITH_INV receive reports WITH_INV and invalidated_rkey;
+  bool reports_with_inv = true;
+  // UD posts check remote_qpn;
+  bool checks_ud_remote_qpn = true;
+  // multicast reaches group members on the sending device;
+  bool mcast_reaches_local_members = true;
+  // a CQ overrun moves its QPs to ERR;
+  bool cq_overflow_errors_qps = true;
+  // a receive posted in ERR is flushed at once.
+  bool flushes_recv_posted_in_err = true;
 };
 
 // The entry for a provider spec ("sim", "sim:<profile>", "hw", "hw:<dev>")

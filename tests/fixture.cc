@@ -18,7 +18,9 @@ namespace testing {
 std::vector<std::string> ProviderSpecs() {
   const char* env = std::getenv("VERBSIM_PROVIDER");
   if (env != nullptr && *env != '\0') return {env};
-  return {"sim", "hw"};
+  // The sim with its default (ibta) profile and with the rxe profile, which
+  // reproduces kernel 6.1 rxe's deviations; then real devices.
+  return {"sim", "sim:rxe", "hw"};
 }
 
 std::string SanitizeParamName(const std::string& text) {

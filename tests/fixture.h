@@ -1,5 +1,5 @@
 // The conformance suite's fixtures and helpers. Every test is
-// value-parameterised over provider specs: always "sim", plus "hw" (skipped
+// value-parameterised over provider specs: always "sim" and "sim:rxe", plus "hw" (skipped
 // with its reason when no RDMA device is present); VERBSIM_PROVIDER, when
 // set, names the only provider to run.
 //
@@ -43,7 +43,7 @@ inline constexpr char kNoHardwareReason[] =
     "no RDMA device: run the rxe/siw guest harness (tools/) to test hw";
 
 // The provider specs the suite runs on: VERBSIM_PROVIDER alone when set,
-// else "sim" and "hw".
+// else "sim", "sim:rxe" and "hw".
 std::vector<std::string> ProviderSpecs();
 
 // A test-name-safe form of any printable value ("hw:rxe0" -> "hw_rxe0").
