@@ -8,6 +8,14 @@
 #      its committed corpus (fuzz/corpus/<name>/ is never modified); a
 #      finding fails the run and leaves its reproducer, with the command
 #      that replays it, in the output
+#   5. the hw provider's tests and the conformance suite on real software
+#      RDMA devices, hw:rxe0 and hw:siw0, in a qemu guest
+#      (tools/guest/run_conformance.sh on the binaries of step 1); a guest
+#      that does not boot or a provider that does not come up fails the run.
+#      Failing cases are listed with their reasons in
+#      tools/guest/known_differences.md and printed per provider; they do
+#      not fail the run yet. VERBSIM_SKIP_GUEST=1 skips this step (it says
+#      so).
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. The Bazel server is always shut down at the end. The last
 # line printed is "tests: N passed, N failed" for the test targets of step 1.
@@ -140,6 +148,30 @@ fuzz_run() {
   done
 }
 
+# Step 5: the suite on rxe and siw in the guest, on step 1's binaries.
+guest_run() {
+  if [[ "${VERBSIM_SKIP_GUEST:-}" == "1" ]]; then
+    echo "==> guest: skipped (VERBSIM_SKIP_GUEST=1)" >&2
+    return 0
+  fi
+  local bin results rc
+  if ! bin="$(bazel info bazel-bin 2>/dev/null)" || [[ -z "${bin}" ]]; then
+    echo "==> guest: FAILED (bazel info bazel-bin)" >&2
+    status=1
+    return 0
+  fi
+  results="$(mktemp -d "${TMPDIR:-/tmp}/verbsim-guest-results.XXXXXX")"
+  echo "==> guest: //hw:hw_test and //tests:conformance_test on hw:rxe0 and hw:siw0" >&2
+  bash tools/guest/run_conformance.sh --bin "${bin}" "${results}" >&2
+  rc=$?
+  if [[ "${rc}" -ne 0 ]]; then
+    echo "==> guest: FAILED (run_conformance.sh exit ${rc}); results in ${results}" >&2
+    status=1
+  else
+    echo "==> guest: ran; per-case results in ${results}" >&2
+  fi
+}
+
 if ! bash tools/install_deps.sh; then
   echo "==> install_deps.sh failed" >&2
   status=1
@@ -155,3 +187,4 @@ if [[ "${step_rc}" -eq 0 ]]; then
 else
   echo "==> fuzz run: skipped (the fuzz build failed)" >&2
 fi
+guest_run
