@@ -892,7 +892,8 @@ class SimPd : public Pd {
       return Errno(EINVAL, "RoCE address handles need a GRH (is_global)");
     }
     if (attr.sgid_index != 0) {
-      return Errno(EINVAL, "sgid_index %d beyond the GID table of 1",
+      return Errno(fabric_->profile().unused_sgid_errno,
+                   "sgid_index %d: the GID table has one entry, index 0",
                    attr.sgid_index);
     }
     const bool multicast = IsMulticastGid(attr.dgid);

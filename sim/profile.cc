@@ -91,6 +91,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.mcast_reaches_local_members = false;
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
+    p.unused_sgid_errno = ENODATA;
     return p;
   }
   return Errno(ENOENT, "no sim profile named '%s' (known: %s)", name,

@@ -87,6 +87,9 @@ struct SimProfile {
   bool cq_overflow_errors_qps = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).
   bool flushes_recv_posted_in_err = true;
+  // errno of ibv_create_ah naming an sgid_index with no GID (rxe: ENODATA
+  // from the kernel's GID cache, its table having 1024 mostly empty slots).
+  int unused_sgid_errno = EINVAL;
 };
 
 // The built-in profiles by name; "" means "ibta".

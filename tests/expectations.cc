@@ -67,6 +67,7 @@ Expectations Rxe() {
   e.mcast_reaches_local_members = false;
   e.cq_overflow_errors_qps = false;
   e.flushes_recv_posted_in_err = false;
+  e.unused_sgid_errno = ENODATA;
   return e;
 }
 

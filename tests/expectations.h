@@ -140,6 +140,8 @@ struct Expectations {
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
   bool flushes_recv_posted_in_err = true;
+  // errno of CreateAh with an sgid_index that has no GID.
+  int unused_sgid_errno = EINVAL;
 };
 
 // The entry for a provider spec ("sim", "sim:<profile>", "hw", "hw:<dev>")

@@ -341,7 +341,8 @@ absl::StatusOr<std::unique_ptr<Side>> Harness::OpenSide(
   absl::StatusOr<std::unique_ptr<Context>> context = OpenDevice(device_index);
   if (!context.ok()) return context.status();
   side->context = *std::move(context);
-  absl::StatusOr<Gid> gid = side->context->QueryGid(1, 0);
+  side->gid_index = RoceV4GidIndex(side->context.get());
+  absl::StatusOr<Gid> gid = side->context->QueryGid(1, side->gid_index);
   if (!gid.ok()) return gid.status();
   side->gid = *gid;
   absl::StatusOr<std::unique_ptr<Pd>> pd = side->context->AllocPd();
@@ -396,9 +397,24 @@ absl::Status BringUdQpToRts(Qp* qp, uint32_t qkey) {
   return ModifyQpToRts(qp, attr, 0);
 }
 
-absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid) {
+uint8_t RoceV4GidIndex(Context* context) {
+  absl::StatusOr<PortAttr> port = context->QueryPort(1);
+  const int n = port.ok() ? std::min(port->gid_tbl_len, 8) : 1;
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<Gid> gid = context->QueryGid(1, i);
+    if (!gid.ok()) continue;
+    bool v4 = (*gid)[10] == 0xff && (*gid)[11] == 0xff;
+    for (int b = 0; b < 10 && v4; ++b) v4 = (*gid)[b] == 0;
+    if (v4) return static_cast<uint8_t>(i);
+  }
+  return 0;
+}
+
+absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid,
+                                               uint8_t sgid_index) {
   AhAttr attr;
   attr.dgid = dgid;
+  attr.sgid_index = sgid_index;
   attr.port_num = 1;
   attr.is_global = true;
   return pd->CreateAh(attr);

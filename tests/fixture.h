@@ -128,8 +128,14 @@ struct Side {
   std::unique_ptr<Context> context;
   std::unique_ptr<Pd> pd;
   std::unique_ptr<Cq> cq;
-  Gid gid{};
+  Gid gid{};              // the GID at gid_index
+  uint8_t gid_index = 0;  // RoceV4GidIndex()
 };
+
+// The index of the port's first IPv4-mapped GID (RoCEv2 over IPv4), else 0.
+// On a RoCE device index 0 is the IPv6 link-local GID derived from the MAC
+// (the kernel's roce_gid_mgmt.c); the suite's UD tests want IPv4.
+uint8_t RoceV4GidIndex(Context* context);
 
 // The Q_Key the suite's UD QPs use (rdma_cm's).
 inline constexpr uint32_t kTestQkey = 0x01234567;
@@ -147,8 +153,10 @@ absl::Status ConnectQps(Qp* a, const Gid& ga, Qp* b, const Gid& gb,
                                           kAccessRemoteAtomic);
 // Brings a UD QP from RESET to RTS with Q_Key `qkey`.
 absl::Status BringUdQpToRts(Qp* qp, uint32_t qkey = kTestQkey);
-// An address handle on `pd` to `dgid` (RoCE: global, port 1).
-absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid);
+// An address handle on `pd` to `dgid` from local GID `sgid_index` (RoCE:
+// global, port 1).
+absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid,
+                                               uint8_t sgid_index = 0);
 
 // The attributes and mask of one modify-QP step (semantics.md section 3).
 struct QpStep {

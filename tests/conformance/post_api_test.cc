@@ -49,7 +49,10 @@ TEST_P(ConnectTest, ListenConnectAcceptGivesTwoConnectedRtsQps) {
   // Each side's rq_psn is the other's sq_psn.
   EXPECT_EQ(c.rq_psn, s.sq_psn);
   EXPECT_EQ(s.rq_psn, c.sq_psn);
-  ASSERT_OK_AND_ASSIGN(Gid server_gid, server->context()->QueryGid(1, 0));
+  // rdma_cm resolves the IPv4 address to the IPv4-mapped GID.
+  ASSERT_OK_AND_ASSIGN(
+      Gid server_gid,
+      server->context()->QueryGid(1, RoceV4GidIndex(server->context())));
   EXPECT_EQ(c.ah_attr.dgid, server_gid);
 }
 

@@ -46,7 +46,7 @@ class UdFixture : public Base {
     ASSERT_OK_AND_ASSIGN(qb_, CreateQpOn(*b_, QpType::kUd));
     ASSERT_OK(BringUdQpToRts(qa_.get()));
     ASSERT_OK(BringUdQpToRts(qb_.get()));
-    ASSERT_OK_AND_ASSIGN(ah_, CreateAhTo(a_->pd.get(), b_->gid));
+    ASSERT_OK_AND_ASSIGN(ah_, CreateAhTo(a_->pd.get(), b_->gid, a_->gid_index));
     ASSERT_OK_AND_ASSIGN(mra_, a_->pd->RegMr(abuf_.data(), kBuf,
                                              kAccessLocalWrite));
     ASSERT_OK_AND_ASSIGN(mrb_, b_->pd->RegMr(bbuf_.data(), kBuf,
@@ -243,6 +243,7 @@ TEST_P(UdTest, RemoteQpnOver24BitsIsEinval) {
 TEST_P(UdTest, AddressHandleKeepsItsAttributes) {
   AhAttr attr;
   attr.dgid = b_->gid;
+  attr.sgid_index = a_->gid_index;
   attr.hop_limit = 9;
   attr.traffic_class = 0x20;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Ah> ah, a_->pd->CreateAh(attr));
@@ -255,6 +256,7 @@ TEST_P(UdTest, AddressHandleKeepsItsAttributes) {
 TEST_P(UdTest, AddressHandleFieldsReachTheGrh) {
   AhAttr attr;
   attr.dgid = b_->gid;
+  attr.sgid_index = a_->gid_index;
   attr.hop_limit = 9;
   attr.traffic_class = 0x20;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Ah> ah, a_->pd->CreateAh(attr));
@@ -371,7 +373,7 @@ class McastTest : public UdFixture<ProviderTest> {
     group_[0] = 0xff;
     group_[1] = 0x0e;
     group_[15] = 0x42;
-    ASSERT_OK_AND_ASSIGN(gah_, CreateAhTo(a_->pd.get(), group_));
+    ASSERT_OK_AND_ASSIGN(gah_, CreateAhTo(a_->pd.get(), group_, a_->gid_index));
   }
   absl::Status SendToGroup(uint64_t wr_id, uint32_t len) {
     Sge sge = SgeOf(*mra_, 0, len);
@@ -492,12 +494,13 @@ TEST_P(AhTest, BadAttributesAreEinval) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Side> s, OpenSide(0));
   AhAttr good;
   good.dgid = s->gid;
+  good.sgid_index = s->gid_index;
   AhAttr port = good;
   port.port_num = 2;
   EXPECT_THAT(s->pd->CreateAh(port), HasErrno(EINVAL));
   AhAttr sgid = good;
   sgid.sgid_index = 200;
-  EXPECT_THAT(s->pd->CreateAh(sgid), HasErrno(EINVAL));
+  EXPECT_THAT(s->pd->CreateAh(sgid), HasErrno(expect().unused_sgid_errno));
   AhAttr local = good;
   local.is_global = false;
   EXPECT_THAT(s->pd->CreateAh(local), HasErrno(EINVAL));
@@ -516,6 +519,54 @@ TEST_P(AhTest, UnknownDestinationIsEinval) {
 }
 
 INSTANTIATE_PROVIDER_TEST_SUITE_P(AhTest);
+
+}  // namespace
+}  // namespace testing
+}  // namespace verbsim
+
+namespace verbsim {
+namespace testing {
+namespace {
+
+// rdma_post_ud_send(3) on an Endpoint whose QP is UD: the address handle and
+// remote QPN name the destination, the endpoint's Q_Key goes with it, and a
+// null mr sends inline.
+class UdEndpointTest : public ProviderTest {};
+
+TEST_P(UdEndpointTest, PostUdSendReachesTheRemoteQp) {
+  if (!expect().has_ud) GTEST_SKIP() << "the provider has no UD QPs";
+  EndpointAttr attr;
+  attr.qp_type = QpType::kUd;
+  std::unique_ptr<Endpoint> ep[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> ctx, OpenDevice(i));
+    ASSERT_OK_AND_ASSIGN(ep[i], Endpoint::Create(std::move(ctx), attr));
+    ASSERT_OK(ModifyQpToInit(ep[i]->qp(), attr));
+    ASSERT_OK(ModifyQpToRtr(ep[i]->qp(), attr, 0, Gid{}, 0));
+    ASSERT_OK(ModifyQpToRts(ep[i]->qp(), attr, 0));
+  }
+  ASSERT_OK_AND_ASSIGN(
+      Gid dgid,
+      ep[1]->context()->QueryGid(1, RoceV4GidIndex(ep[1]->context())));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Ah> ah,
+      CreateAhTo(ep[0]->pd(), dgid, RoceV4GidIndex(ep[0]->context())));
+  Buffer in(kGrh + 64);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> mr, ep[1]->RegMsgs(in.data(), in.size()));
+  ASSERT_OK(ep[1]->PostRecv(1, in.data(), in.size(), mr.get()));
+  const char msg[] = "datagram";
+  ASSERT_OK(ep[0]->PostUdSend(2, msg, sizeof(msg), nullptr, kSendSignaled,
+                              ah.get(), ep[1]->qp()->qp_num()));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion swc, ep[0]->GetSendComp());
+  EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend)) << swc;
+  ASSERT_OK_AND_ASSIGN(WorkCompletion rwc, ep[1]->GetRecvComp());
+  EXPECT_THAT(rwc, WcOk(1u, WcOpcode::kRecv)) << rwc;
+  EXPECT_EQ(rwc.byte_len, kGrh + sizeof(msg));
+  EXPECT_EQ(rwc.src_qp, ep[0]->qp()->qp_num());
+  EXPECT_EQ(std::memcmp(in.data() + kGrh, msg, sizeof(msg)), 0);
+}
+
+INSTANTIATE_PROVIDER_TEST_SUITE_P(UdEndpointTest);
 
 }  // namespace
 }  // namespace testing
