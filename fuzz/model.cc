@@ -43,7 +43,6 @@ ProfileRules RulesFor(const std::string& profile) {
     // Older kernels complete LOC_PROT_ERR, newer LOC_QP_OP_ERR.
     r.bad_lkey = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
     r.recv_access = {WcStatus::kLocQpOpErr};
-    r.recv_too_small = {WcStatus::kRemInvReqErr};
     r.recv_bad_invalidate = {WcStatus::kRemInvReqErr};
     // "a zero-byte op need not carry a valid addr/rkey".
     r.zero_length_skips_rkey = true;
@@ -56,6 +55,18 @@ ProfileRules RulesFor(const std::string& profile) {
     r.dereg_bound_mr_errno = EINVAL;
     r.supports_rereg = false;
     r.local_inv_refused = {WcStatus::kLocQpOpErr};
+    // tools/guest/known_differences.md (kernel 6.1): copy_data fails a
+    // too-small receive with -EINVAL, so the receiver completes
+    // LOC_QP_OP_ERR and the sender gets REM_OP_ERR; and the other 6.1
+    // deviations listed in ProfileRules.
+    r.recv_too_small = {WcStatus::kLocQpOpErr};
+    r.recv_too_small_sender = {WcStatus::kRemOpErr};
+    r.window_bounds_checked = false;
+    r.bind_checks_rkey_index = false;
+    r.refuses_type1_bind_wr = false;
+    r.reports_with_inv = false;
+    r.flushes_recv_posted_in_err = false;
+    r.cq_overflow_errors_qps = false;
     return r;
   }
   // The spec and what rdma-unit-test expects of hardware.
@@ -76,6 +87,8 @@ ProfileRules RulesFor(const std::string& profile) {
   r.supports_rereg = true;
   // docs/mw.md: a LOCAL_INV that cannot invalidate completes LOC_QP_OP_ERR.
   r.local_inv_refused = {WcStatus::kLocQpOpErr};
+  // IBA 9.9.3.1.1: a class C invalid request error.
+  r.recv_too_small_sender = {WcStatus::kRemInvReqErr};
   return r;
 }
 
@@ -202,7 +215,11 @@ KeyVerdict KeyModel::Check(int node, uint32_t key, bool remote, int pd,
     // bounds and its rights.
     if (mw.pd != pd) return KeyVerdict::kOtherPd;
     if (mw.type == MwType::kType2 && mw.qp != qp) return KeyVerdict::kWrongQp;
-    if (!inside(mw.addr, mw.length)) return KeyVerdict::kOutOfRange;
+    const ModelMr& under = mrs_[mw.mr];
+    if (window_bounds_checked_ ? !inside(mw.addr, mw.length)
+                               : !inside(under.addr, under.length)) {
+      return KeyVerdict::kOutOfRange;
+    }
     if ((mw.access & required) != required) return KeyVerdict::kNoAccess;
     return KeyVerdict::kOk;
   }
@@ -373,8 +390,10 @@ BindOutcome KeyModel::PredictBind(const BindCall& c,
       return out;
     }
   } else {
-    // IBA 10.6.7.2: type 1 windows are bound by the verb only.
-    if (mw.type != MwType::kType2 || (mr == nullptr && c.length > 0)) {
+    // IBA 10.6.7.2: type 1 windows are bound by the verb only (rxe 6.1
+    // accepts the work request: its ibv_bind_mw posts one).
+    if ((mw.type != MwType::kType2 && rules.refuses_type1_bind_wr) ||
+        (mr == nullptr && c.length > 0)) {
       out.post_errno = EINVAL;
       return out;
     }
@@ -398,8 +417,12 @@ BindOutcome KeyModel::PredictBind(const BindCall& c,
   if (mw.type == MwType::kType2) {
     // o10-37.2.30: bound only when free; o10-37.2.40: no zero length.
     if (mw.bound || c.length == 0) return out;
-    // The consumer owns the low 8 bits only.
-    if ((c.wr_rkey & ~0xffu) != (mw.rkey & ~0xffu)) return out;
+    // The consumer owns the low 8 bits only (rxe 6.1 takes them and
+    // ignores the rest).
+    if ((c.wr_rkey & ~0xffu) != (mw.rkey & ~0xffu) &&
+        rules.bind_checks_rkey_index) {
+      return out;
+    }
   }
   if (c.length > 0) {
     if (mr == nullptr || !mr->live) return out;
@@ -424,12 +447,16 @@ BindOutcome KeyModel::PredictBind(const BindCall& c,
 
 void KeyModel::ApplyBind(const BindCall& c, WcStatus status) {
   ModelMw& mw = mws_[c.mw];
-  const uint32_t new_rkey = c.verb ? IncRkey(mw.handle_rkey) : c.wr_rkey;
-  if (c.verb) mw.handle_rkey = new_rkey;
+  // The window keeps its index; the bind chooses the key byte.
+  const uint32_t given = c.verb ? IncRkey(mw.handle_rkey) : c.wr_rkey;
+  const uint32_t new_rkey = (mw.rkey & ~0xffu) | (given & 0xffu);
+  if (c.verb) mw.handle_rkey = given;
   if (status != WcStatus::kSuccess) return;
   Unbind(mw);
   SetMwKey(c.mw, new_rkey);
-  if (!c.verb) mw.handle_rkey = new_rkey;
+  // A type 2 window's handle reports its key; a type 1 handle only learns
+  // of binds through ibv_bind_mw.
+  if (mw.type == MwType::kType2) mw.handle_rkey = new_rkey;
   if (c.length > 0) {
     mw.bound = true;
     mw.mr = c.mr;
@@ -677,7 +704,7 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
     case RemoteKind::kSendInv: {
       out.consumes_recv = true;
       if (req.length > req.recv_capacity) {
-        fail({WcStatus::kRemInvReqErr});
+        fail(rules.recv_too_small_sender);
         out.receiver = rules.recv_too_small;
         return out;
       }

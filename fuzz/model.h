@@ -76,6 +76,21 @@ struct ProfileRules {
   bool supports_rereg = true;
   // Status of a LOCAL_INV that names nothing it may invalidate.
   StatusSet local_inv_refused;
+  // Sender status when the receive is too small (the responder's NAK).
+  StatusSet recv_too_small_sender;
+  // Kernel 6.1 rxe as the guest showed it (tools/guest/
+  // known_differences.md): an access through a window is checked against
+  // the region's bounds only; a type 2 bind takes only the key byte of the
+  // new rkey (the index is not checked); a BIND_MW work request for a type
+  // 1 window is accepted; a SEND_WITH_INV receive does not report
+  // IBV_WC_WITH_INV; a receive posted in ERR is never flushed; a CQ overrun
+  // leaves the QPs in RTS.
+  bool window_bounds_checked = true;
+  bool bind_checks_rkey_index = true;
+  bool refuses_type1_bind_wr = true;
+  bool reports_with_inv = true;
+  bool flushes_recv_posted_in_err = true;
+  bool cq_overflow_errors_qps = true;
 };
 // "ibta" (also for "") or "rxe".
 ProfileRules RulesFor(const std::string& profile);
@@ -198,6 +213,9 @@ class KeyModel {
              uint64_t length, uint32_t access);
 
   // --- Memory windows ---
+  // Whether window accesses are checked against the window's bounds (else
+  // the region's: ProfileRules::window_bounds_checked).
+  void set_window_bounds_checked(bool v) { window_bounds_checked_ = v; }
   int AddMw(const ModelMw& mw);
   const ModelMw& mw(int index) const { return mws_[index]; }
   int mw_count() const { return static_cast<int>(mws_.size()); }
@@ -238,6 +256,7 @@ class KeyModel {
   std::vector<ModelMr> mrs_;
   std::vector<ModelMw> mws_;
   std::map<Where, int> by_mw_rkey_;  // live windows by current rkey
+  bool window_bounds_checked_ = true;
   // The live MRs by key value, for lookups and the collision check.
   std::map<Where, int> by_lkey_;
   std::map<Where, int> by_rkey_;

@@ -389,6 +389,46 @@ TEST(ModelMw, Invalidation) {
   EXPECT_EQ(w.keys.LiveMwsInPd(0), 1);
 }
 
+TEST(ModelMw, Rxe61Deviations) {
+  const ProfileRules rxe = RulesFor("rxe");
+  WindowWorld w;
+  w.keys.set_window_bounds_checked(rxe.window_bounds_checked);
+  const int t1 = w.Alloc(MwType::kType1, 0, 0x80000100);
+  const int t2 = w.Alloc(MwType::kType2, 0, 0x80000200);
+  // A type 1 window by work request: accepted; the handle's key stays.
+  BindCall wr = w.Bind(t1, w.mr, 0x10100, 0x10, kAccessRemoteRead);
+  wr.verb = false;
+  wr.wr_rkey = 0x80000177;
+  EXPECT_EQ(w.Do(wr, rxe), kOk);
+  EXPECT_EQ(w.keys.mw(t1).rkey, 0x80000177u);
+  EXPECT_EQ(w.keys.mw(t1).handle_rkey, 0x80000100u);
+  // Only the region's bounds are checked.
+  EXPECT_EQ(w.keys.Check(1, 0x80000177, true, 0, 0x10000, 8,
+                         kAccessRemoteRead),
+            KeyVerdict::kOk);
+  EXPECT_EQ(w.keys.Check(1, 0x80000177, true, 0, 0x10ffc, 8,
+                         kAccessRemoteRead),
+            KeyVerdict::kOutOfRange);
+  // A type 2 bind with another index: only the key byte is taken.
+  BindCall other = w.Bind(t2, w.mr, 0x10000, 8);
+  other.wr_rkey = 0x12345605;
+  EXPECT_EQ(w.Do(other, rxe), kOk);
+  EXPECT_EQ(w.keys.mw(t2).rkey, 0x80000205u);
+  EXPECT_EQ(w.keys.mw(t2).handle_rkey, 0x80000205u);
+  // A too-small receive: REM_OP_ERR at the sender, LOC_QP_OP_ERR at the
+  // receiver.
+  RemoteRequest r;
+  r.kind = RemoteKind::kSendInv;
+  r.rkey = 0x80000205;
+  r.length = 9;
+  r.recv_capacity = 8;
+  const RemoteOutcome small =
+      PredictRemote(r, ResponderView{1, 0, kAll, 7}, w.keys, rxe);
+  EXPECT_TRUE(small.requester.Contains(WcStatus::kRemOpErr));
+  EXPECT_FALSE(small.requester.Contains(WcStatus::kRemInvReqErr));
+  EXPECT_TRUE(small.receiver.Contains(WcStatus::kLocQpOpErr));
+}
+
 TEST(ModelMw, KeysOfWindowsAndRegionsDoNotCollide) {
   WindowWorld w;
   w.Alloc(MwType::kType1, 0, 0x101);  // an MR's rkey

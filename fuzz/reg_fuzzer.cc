@@ -109,6 +109,7 @@ class RegHarness {
     const uint8_t profile_byte = in_.U8();
     profile_ = (profile_byte & 1) ? "rxe" : "ibta";
     rules_ = RulesFor(profile_);
+    keys_.set_window_bounds_checked(rules_.window_bounds_checked);
     const uint64_t seed = in_.U8();
     regfail_nth_ = in_.U8();
     EndpointAttr attr;

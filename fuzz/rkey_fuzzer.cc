@@ -142,6 +142,7 @@ class RkeyHarness {
     const uint8_t profile_byte = in_.U8();
     profile_ = (profile_byte & 1) ? "rxe" : "ibta";
     rules_ = RulesFor(profile_);
+    keys_.set_window_bounds_checked(rules_.window_bounds_checked);
     const uint64_t seed = in_.U8();
     const uint8_t access_byte = in_.U8();
     server_access_ = (access_byte & 0x80) ? (access_byte & 0x0f)
@@ -698,7 +699,8 @@ class RkeyHarness {
                                  : WcOpcode::kRecv,
                              static_cast<uint32_t>(b.length),
                              b.kind == RemoteKind::kWriteImm, b.wr.imm_data,
-                             out.invalidates >= 0, req.rkey});
+                             out.invalidates >= 0 && rules_.reports_with_inv,
+                             req.rkey});
         if (out.invalidates >= 0) {
           // Delivered: the payload is in the receive buffer, and the
           // window is dead from here on.

@@ -115,6 +115,9 @@ struct Rec {
   WrOpcode op = WrOpcode::kSend;
   int cq = 0;
   bool done = false;  // completed, or known to be finished without one
+  // Posted to a receive queue in ERR on a profile that never flushes such
+  // receives (rxe 6.1: ProfileRules::flushes_recv_posted_in_err).
+  bool unflushed = false;
 };
 
 struct QueueTrack {
@@ -160,6 +163,7 @@ class SequenceHarness {
   void Setup() {
     const int nodes = 2 + static_cast<int>(in_.Below(2));
     profile_ = (in_.U8() & 1) ? "rxe" : "ibta";
+    rules_ = RulesFor(profile_);
     const uint64_t seed = in_.U8();
     auto provider = OpenProvider(
         absl::StrCat("sim:", profile_, ",nodes=", nodes, ",seed=", seed));
@@ -749,8 +753,11 @@ class SequenceHarness {
     size_t accepted = 0;
     CheckPost(s, bad_index, n, whole, definite, may_full, "PostRecv",
               &accepted);
+    const bool unflushed = accepted > 0 && !rules_.flushes_recv_posted_in_err &&
+                           q.h->state() == QpState::kErr;
     for (size_t k = 0; k < accepted; ++k) {
       Track(next_wr_id_++, i, true, true, WrOpcode::kSend);
+      recs_.back().unflushed = unflushed;
     }
     next_wr_id_ = recs_.size() + 1;
   }
@@ -759,7 +766,7 @@ class SequenceHarness {
 
   bool Lenient(const Rec& r) const {
     const QpObj& q = qps_[r.qp];
-    return q.gone() || r.epoch != q.epoch || cqs_[r.cq].lossy;
+    return q.gone() || r.epoch != q.epoch || cqs_[r.cq].lossy || r.unflushed;
   }
 
   void Retire(Rec& r) {
@@ -1202,6 +1209,7 @@ class SequenceHarness {
 
   ByteReader& in_;
   std::string profile_;
+  ProfileRules rules_;
   // Declared first, so the memory outlives every object of the fabric.
   std::vector<std::vector<uint8_t>> arenas_;
   std::unique_ptr<Provider> provider_;
