@@ -2,7 +2,8 @@
 # The verbsim CLI: every file of docs/scenarios/ runs with its expectations
 # (alone and as the tour), syntax errors give file:line:column, failed
 # expectations exit 1, wrong flags get a clear message, the JSON trace parses
-# with one slice per work request, and every example of docs/cli.md runs.
+# with one slice per work request, the SVG sequence diagram is XML and the
+# same bytes every time, and every example of docs/cli.md runs.
 set -euo pipefail
 
 verbsim="${PWD}/tools/verbsim"
@@ -36,7 +37,7 @@ for f in docs/scenarios/*.scenario; do
   count=$((count + 1))
   rc=0
   "${verbsim}" run "${f}" --trace-json="${tmp}/${name}.json" \
-    >"${tmp}/${name}.txt" 2>&1 || rc=$?
+    --svg="${tmp}/${name}.svg" >"${tmp}/${name}.txt" 2>&1 || rc=$?
   if [[ "${rc}" -ne 0 ]]; then
     bad "${f} exited ${rc}"
     cat "${tmp}/${name}.txt"
@@ -73,7 +74,33 @@ PY
   then
     bad "${f}: JSON trace"
   fi
+  # The SVG: an XML document whose root is <svg>, with an arrow per packet
+  # (up to the cap) and a mark per completion.
+  packets=$(grep -cE '^ +[0-9.]+ +sim[0-9]+ +[0-9]+ +-> ' "${tmp}/${name}.txt" || true)
+  if ! python3 - "${tmp}/${name}.svg" "${packets}" <<'PY'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+root = doc.documentElement
+if root.tagName != "svg" or root.getAttribute("version") != "1.1":
+    sys.exit("root is not an SVG 1.1 <svg>")
+texts = [t.firstChild.data for t in doc.getElementsByTagName("text")
+         if t.firstChild is not None]
+labels = [t for t in texts if " psn " in t]
+# Duplicates and resends arrive as their own arrows; a label per send.
+if len(labels) < min(int(sys.argv[2]), 48):
+    sys.exit("%d packet labels, %s packets sent" % (len(labels), sys.argv[2]))
+PY
+  then
+    bad "${f}: SVG"
+  fi
 done
+# The same scenario and seed draw the same bytes.
+"${verbsim}" run docs/scenarios/09-go-back-n.scenario --quiet --seed=3 \
+  --svg "${tmp}/again.svg"
+"${verbsim}" run docs/scenarios/09-go-back-n.scenario --quiet --seed=3 \
+  --svg "${tmp}/09-go-back-n.svg"
+cmp -s "${tmp}/again.svg" "${tmp}/09-go-back-n.svg" || bad "--svg differs between runs"
+grep -q "stroke-width=\"2.5\"" "${tmp}/again.svg" || bad "no X for the lost packet"
 [[ "${count}" -ge 10 ]] || bad "only ${count} scenarios in docs/scenarios"
 
 # 2. The tour runs them all, from the copies built into the binary.
@@ -138,6 +165,8 @@ expect_run 2 "unknown option '--pcpa'; did you mean --pcap?" run x --pcpa=1
 expect_run 2 "unknown command 'rnu'" rnu
 expect_run 2 "--seed wants a number, got 'x'" run x --seed=x
 expect_run 2 "option '--pcap' needs a value" run x --pcap
+expect_run 2 "--pcap, --trace-json, --packets and --svg need the sim provider" \
+  run x --svg=x.svg --provider=hw
 expect_run 2 "which scenario file?" run
 expect_run 2 "cannot open" run "${tmp}/no-such.scenario"
 expect_run 1 "--faults: EINVAL: fault text, column 1: unknown action 'smash'" \

@@ -24,6 +24,7 @@
 #include "tools/verbsim/output.h"
 #include "tools/verbsim/pcap.h"
 #include "tools/verbsim/scenario.h"
+#include "tools/verbsim/svg.h"
 #include "tools/verbsim/tour.h"
 
 namespace verbsim::cli {
@@ -54,12 +55,15 @@ options of tour and run:
   --pcap=FILE       write the packets as RoCEv2 (Ethernet/IPv4/UDP 4791)
                     for Wireshark or tshark
   --trace-json=FILE write a Chrome/Perfetto trace (ui.perfetto.dev)
+  --svg=FILE        draw a sequence diagram (SVG): a lifeline per QP, an
+                    arrow per packet, the completions on the lifelines
   --quiet           print no timeline, only failures and the summary
 
 Examples:
   verbsim tour
   verbsim tour --step=9 --pcap=gbn.pcap
   verbsim run docs/scenarios/04-rdma-read.scenario --trace-json=read.json
+  verbsim run docs/scenarios/03-rdma-write.scenario --svg=write.svg
 )";
 
 const char kTourHelp[] =
@@ -75,10 +79,11 @@ options:
   --list            list the steps and exit
   --step=N          run step N only (1-based)
   --seed=N --faults=RULES --provider=SPEC --pcap=FILE --trace-json=FILE
-  --packets=FILE --quiet
+  --svg=FILE --packets=FILE --quiet
                     as for `verbsim run` (see `verbsim help run`); with
                     several steps, the files hold them one after another,
-                    1 ms of virtual time apart
+                    1 ms of virtual time apart (the SVG draws one diagram
+                    per step, one under the other)
 )";
 
 const char kRunHelp[] =
@@ -96,12 +101,18 @@ options:
   --pcap=FILE       the packets as RoCEv2 frames (pcap, nanosecond times)
   --trace-json=FILE a Chrome/Perfetto trace: a track per QP, a slice per WR
   --packets=FILE    the sim's own list of packets sent, "opcode psn" per line
+  --svg=FILE        a sequence diagram (SVG 1.1): a lifeline per QP (device
+                    and QP number), virtual time going down, an arrow per
+                    packet labelled with its opcode and PSN (an X: lost),
+                    posts and completions (status, opcode) on the
+                    lifelines; the first 48 packets, the rest counted.
+                    Same scenario and seed, same bytes.
   --quiet           print no timeline
 )";
 
 struct Options {
   RunOptions run;
-  std::string pcap, trace_json, packets;
+  std::string pcap, trace_json, packets, svg;
   bool quiet = false;
   bool list = false;
   int step = 0;
@@ -122,7 +133,7 @@ int ParseOptions(absl::string_view command, int argc, char** argv, int first,
                  Options* o) {
   const bool tour = command == "tour";
   std::vector<std::string> known = {"seed", "faults", "provider", "pcap",
-                                    "trace-json", "packets", "quiet"};
+                                    "trace-json", "packets", "svg", "quiet"};
   if (tour) {
     known.push_back("list");
     known.push_back("step");
@@ -196,14 +207,18 @@ int ParseOptions(absl::string_view command, int argc, char** argv, int first,
       o->trace_json = value;
     } else if (name == "packets") {
       o->packets = value;
+    } else if (name == "svg") {
+      o->svg = value;
     }
   }
-  if ((!o->pcap.empty() || !o->trace_json.empty() || !o->packets.empty()) &&
+  if ((!o->pcap.empty() || !o->trace_json.empty() || !o->packets.empty() ||
+       !o->svg.empty()) &&
       !(o->run.provider == "sim" || absl::StartsWith(o->run.provider, "sim:"))) {
     return Usage(command,
-                 "--pcap, --trace-json and --packets need the sim provider");
+                 "--pcap, --trace-json, --packets and --svg need the sim "
+                 "provider");
   }
-  o->run.capture = !o->pcap.empty();
+  o->run.capture = !o->pcap.empty() || !o->svg.empty();
   return -1;
 }
 
@@ -222,6 +237,7 @@ struct Step {
   Scenario scenario;
   RunResult result;
   int64_t offset_ns = 0;
+  int number = 0;  // the tour step's number, 0 for `run`
 };
 
 // Writes --pcap, --trace-json and --packets for the steps that ran.
@@ -245,6 +261,15 @@ bool WriteOutputs(const Options& o, const std::vector<Step>& steps) {
       js.push_back({s.scenario.title, &s.result, s.offset_ns});
     }
     ok = WriteFile(o.trace_json, TraceJson(js)) && ok;
+  }
+  if (!o.svg.empty()) {
+    std::vector<SvgStep> ss;
+    for (const Step& s : steps) {
+      std::string title = s.scenario.title;
+      if (s.number > 0) title = absl::StrCat(s.number, ". ", title);
+      ss.push_back({title, s.scenario.file, &s.result});
+    }
+    ok = WriteFile(o.svg, SequenceSvg(ss)) && ok;
   }
   if (!o.packets.empty()) {
     std::string text;
@@ -359,6 +384,7 @@ int Tour(const Options& o) {
   for (size_t i = 0; i < steps.size(); ++i) {
     steps[i].offset_ns = offset;
     const int number = o.step > 0 ? o.step : static_cast<int>(i) + 1;
+    steps[i].number = number;
     if (!RunAndPrint(number, steps[i], o)) return kExitFailed;
     failures += steps[i].result.failures;
     offset += steps[i].result.end_ns + 1'000'000;  // 1 ms between steps

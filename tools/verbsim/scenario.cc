@@ -1060,7 +1060,7 @@ Mtu MtuOf(uint64_t bytes) {
   }
 }
 
-std::string AethText(uint8_t s) {
+std::string AethTextOf(uint8_t s) {
   if (sim::IsAck(s)) return "ACK";
   if (sim::IsRnrNak(s)) return absl::StrFormat("RNR NAK timer %d", s & 0x1f);
   if (sim::IsNak(s)) {
@@ -1101,7 +1101,7 @@ std::string RecordText(const sim::TraceRecord& r, QpType transport) {
       r.psn);
   if (r.length > 0) absl::StrAppendFormat(&s, " len %u", r.length);
   if (static_cast<sim::RcOp>(r.opcode) == sim::RcOp::kAcknowledge) {
-    absl::StrAppend(&s, " ", AethText(r.syndrome));
+    absl::StrAppend(&s, " ", AethTextOf(r.syndrome));
   }
   if (r.kind == sim::TraceKind::kDrop) {
     absl::StrAppend(&s, " LOST (", r.note.empty() ? "dropped" : r.note, ")");
@@ -1377,6 +1377,7 @@ class Runner {
       if (!ep.ok()) return Fail(c.line, ep.status().message());
       e.ep = *std::move(ep);
       result_.transports[{e.node, e.ep->qp()->qp_num()}] = a.qp_type;
+      result_.qp_names[{e.node, e.ep->qp()->qp_num()}] = c.words[1].text;
       EpRow(e, absl::StrFormat("%s: PD, CQs, %s qp %u in %s on %s",
                                c.words[1].text, TransportName(a.qp_type),
                                e.ep->qp()->qp_num(),
@@ -1531,6 +1532,8 @@ class Runner {
         last_wc_ = wc;
       }
       const WorkCompletion& wc = *last_wc_;
+      result_.polled.push_back({e.node, wc.qp_num, wc.wr_id, wc.status,
+                                wc.opcode});
       std::string text = absl::StrFormat(
           "%s %s: wr %u %s", verb, c.words[2].text, wc.wr_id,
           WcStatusName(wc.status));
@@ -1585,6 +1588,7 @@ class Runner {
     sge.lkey = m.mr ? m.mr->lkey() : 0;
     PostedWr pw;
     pw.post_ns = std::max<int64_t>(Now(), 0);
+    pw.trace_index = trace_seen_;
     pw.node = e.node;
     pw.qpn = e.ep->qp()->qp_num();
     pw.wr_id = wr_id;
@@ -1865,6 +1869,7 @@ class Runner {
     const uint32_t flags = HasFlag(c, "unsignaled") ? 0 : kSendSignaled;
     PostedWr pw;
     pw.post_ns = std::max<int64_t>(Now(), 0);
+    pw.trace_index = trace_seen_;
     pw.node = e.node;
     pw.qpn = e.ep->qp()->qp_num();
     pw.wr_id = wr_id;
@@ -1943,6 +1948,8 @@ class Runner {
 };
 
 }  // namespace
+
+std::string AethText(uint8_t syndrome) { return AethTextOf(syndrome); }
 
 absl::StatusOr<RunResult> RunScenario(const Scenario& scenario,
                                       const RunOptions& options) {

@@ -62,6 +62,7 @@ struct TimelineRow {
 struct PostedWr {
   int64_t post_ns = 0;
   int64_t done_ns = -1;  // when its completion was generated, if it was
+  size_t trace_index = 0;  // how many trace records came before the post
   int node = 0;
   uint32_t qpn = 0;
   uint64_t wr_id = 0;
@@ -75,7 +76,17 @@ struct RunOptions {
   bool have_seed = false;
   uint64_t seed = 1;
   std::string faults;  // --faults, applied before the scenario's own
-  bool capture = false;  // keep packets for --pcap
+  bool capture = false;  // keep packets for --pcap and --svg
+};
+
+// A completion a `wait` or `poll` took from a CQ (the trace records only the
+// status; the opcode is in the work completion).
+struct PolledWc {
+  int node = 0;
+  uint32_t qpn = 0;
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kSend;
 };
 
 struct RunResult {
@@ -86,11 +97,18 @@ struct RunResult {
   // The transport of each (node, QP number) the scenario created, for the
   // BTH opcode byte of its packets (RC when not listed).
   std::map<std::pair<int, uint32_t>, QpType> transports;
+  // The scenario's name for each (node, QP number) it created.
+  std::map<std::pair<int, uint32_t>, std::string> qp_names;
+  std::vector<PolledWc> polled;  // in the order they were polled
   int64_t end_ns = 0;
   int expectations = 0;
   int failures = 0;  // failed expectations
   bool has_fabric = false;
 };
+
+// An AETH syndrome as text: "ACK", "RNR NAK timer 14", "NAK PSN sequence
+// error", ...
+std::string AethText(uint8_t syndrome);
 
 // Runs a parsed scenario. A command that cannot be carried out (a provider
 // that does not open, a post that fails without `expect error` after it)
