@@ -272,6 +272,7 @@ absl::Status ModifyQpToRtr(Qp* qp, const EndpointAttr& attr,
     a.dest_qp_num = remote_qpn;
     a.rq_psn = rq_psn;
     a.ah_attr.dgid = remote_gid;
+    a.ah_attr.sgid_index = attr.sgid_index;
     a.ah_attr.port_num = 1;
     mask |= kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
     if (qp->type() == QpType::kRc) {

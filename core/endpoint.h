@@ -38,6 +38,9 @@ struct EndpointAttr {
   uint8_t min_rnr_timer = 12;       // IBTA encoding: 0.64 ms
   uint32_t sq_psn = 0;              // the peer's rq_psn
   uint32_t qkey = 0x01234567;       // UD: rdma_cm's QKey
+  // The local GID index of the path (ModifyQpToRtr's ah_attr.sgid_index);
+  // rdma_cm chooses it itself on devices.
+  uint8_t sgid_index = 0;
   // The local device; empty: the provider's choice.
   std::string device;
 };

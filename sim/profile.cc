@@ -92,6 +92,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
     p.unused_sgid_errno = ENODATA;
+    p.modify_unchecked_attrs = kQpPkeyIndex | kQpAccessFlags |
+                               kQpMinRnrTimer | kQpMaxDestRdAtomic |
+                               kQpRetryCnt | kQpRnrRetry;
     return p;
   }
   return Errno(ENOENT, "no sim profile named '%s' (known: %s)", name,

@@ -90,6 +90,10 @@ struct SimProfile {
   // errno of ibv_create_ah naming an sgid_index with no GID (rxe: ENODATA
   // from the kernel's GID cache, its table having 1024 mostly empty slots).
   int unused_sgid_errno = EINVAL;
+  // Modify-QP attributes whose value is not range-checked (rxe_qp.c
+  // rxe_qp_chk_attr checks port, caps, AV, path MTU, max_rd_atomic and
+  // timeout only): the value is taken as given.
+  uint32_t modify_unchecked_attrs = 0;
 };
 
 // The built-in profiles by name; "" means "ibta".

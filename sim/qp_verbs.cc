@@ -115,6 +115,8 @@ namespace {
 // Checks each attribute the mask names against its range and the device.
 absl::Status CheckValues(const QpCore& qp, const QpAttr& a, uint32_t mask) {
   const SimProfile& profile = qp.node->fabric->profile();
+  // The attributes the profile takes as given are not range-checked.
+  mask &= ~profile.modify_unchecked_attrs;
   const DeviceAttr& dev = profile.device;
   if ((mask & kQpCurState) && a.cur_qp_state != qp.state) {
     return Errno(EINVAL, "cur_qp_state %s is not the QP's state %s",

@@ -68,6 +68,9 @@ Expectations Rxe() {
   e.cq_overflow_errors_qps = false;
   e.flushes_recv_posted_in_err = false;
   e.unused_sgid_errno = ENODATA;
+  // rxe_qp.c rxe_qp_chk_attr.
+  e.modify_unchecked_attrs = kQpPkeyIndex | kQpAccessFlags | kQpMinRnrTimer |
+                             kQpMaxDestRdAtomic | kQpRetryCnt | kQpRnrRetry;
   return e;
 }
 

@@ -142,6 +142,9 @@ struct Expectations {
   bool flushes_recv_posted_in_err = true;
   // errno of CreateAh with an sgid_index that has no GID.
   int unused_sgid_errno = EINVAL;
+  // Modify-QP attributes (QpAttrMask bits) whose out-of-range values are
+  // accepted as given.
+  uint32_t modify_unchecked_attrs = 0;
 };
 
 // The entry for a provider spec ("sim", "sim:<profile>", "hw", "hw:<dev>")

@@ -376,9 +376,12 @@ absl::Status ConnectQps(Qp* a, const Gid& ga, Qp* b, const Gid& gb,
   for (Qp* qp : {a, b}) {
     if (absl::Status s = ModifyQpToInit(qp, attr); !s.ok()) return s;
   }
+  // Each side's path leaves from its IPv4-mapped GID, as the GIDs given are.
+  attr.sgid_index = RoceV4GidIndex(a->pd()->context());
   if (absl::Status s = ModifyQpToRtr(a, attr, b->qp_num(), gb, 0); !s.ok()) {
     return s;
   }
+  attr.sgid_index = RoceV4GidIndex(b->pd()->context());
   if (absl::Status s = ModifyQpToRtr(b, attr, a->qp_num(), ga, 0); !s.ok()) {
     return s;
   }
