@@ -966,7 +966,7 @@ void Generate(const fs::path& dir) {
 }  // namespace seq
 
 // The reproducers of what the harnesses found: kept in the corpus, named
-// finding-*, so every replay checks them (fuzz/README.md).
+// finding-*, so every replay checks them (docs/fuzzing.md).
 void GenerateFindings(const fs::path& root) {
   {  // postfail nth=1, then a post_send in RESET: the docs say the post
      // fails with ENOMEM (the nth post, send or receive); the sim counts

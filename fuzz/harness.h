@@ -38,7 +38,7 @@ void Note(const std::string& step);
 void ResetNotes();
 
 // Known deviations of the sim from its documentation, found by these
-// harnesses and reported (fuzz/README.md lists them with their reproducers,
+// harnesses and reported (docs/fuzzing.md lists them with their reproducers,
 // fuzz/corpus/*/finding-*). The model follows the sim there, so the corpus
 // replays and CI stay green until the sim is fixed, unless
 // VERBSIM_FUZZ_STRICT is set: then the model holds the sim to the

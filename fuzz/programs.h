@@ -5,7 +5,7 @@
 // n (two bytes when n > 256), and reading past the end gives zeros.
 //
 // Changing an encoding changes what the committed corpus means: regenerate
-// it (fuzz/README.md) and keep the findings (fuzz/corpus/*/finding-*).
+// it (docs/fuzzing.md) and keep the findings (fuzz/corpus/*/finding-*).
 #ifndef VERBSIM_FUZZ_PROGRAMS_H_
 #define VERBSIM_FUZZ_PROGRAMS_H_
 
