@@ -91,6 +91,15 @@ bool HasInvalidate(RcOp op) {
   return op == RcOp::kSendLastInv || op == RcOp::kSendOnlyInv;
 }
 
+uint16_t Ipv4Checksum(const uint8_t* h, size_t n) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i + 1 < n; i += 2) {
+    sum += static_cast<uint32_t>(h[i]) << 8 | h[i + 1];
+  }
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
 uint8_t BthOpcode(QpType transport, RcOp op) {
   // IBA 9.2 table 38: bits 7..5 select the transport.
   const uint8_t prefix = transport == QpType::kUc   ? 0x20

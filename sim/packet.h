@@ -4,6 +4,7 @@
 #ifndef VERBSIM_SIM_PACKET_H_
 #define VERBSIM_SIM_PACKET_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -101,6 +102,9 @@ bool IsFirstOrOnly(RcOp op);
 bool IsLastOrOnly(RcOp op);
 bool HasImmediate(RcOp op);
 bool HasInvalidate(RcOp op);
+// The IPv4 header checksum of the `n` header bytes at `h` (RFC 791; the
+// checksum field itself must be zero).
+uint16_t Ipv4Checksum(const uint8_t* h, size_t n);
 // The BTH opcode byte of `op` on `transport`.
 uint8_t BthOpcode(QpType transport, RcOp op);
 

@@ -335,10 +335,7 @@ void ResponderReceive(QpCore& qp, Packet& p) {
     UdReceive(qp, p);
     return;
   }
-  if (qp.type == QpType::kUc) {
-    UcReceive(qp, p);
-    return;
-  }
+  // Connected transports (RC, UC): a receiving state, the connected peer.
   if (!(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
         s == verbsim::QpState::kSqd)) {
     ++qp.packets_dropped;
@@ -348,6 +345,10 @@ void ResponderReceive(QpCore& qp, Packet& p) {
   if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
     ++qp.packets_dropped;
     fabric->TracePacket(TraceKind::kDrop, p, "not from the connected QP");
+    return;
+  }
+  if (qp.type == QpType::kUc) {
+    UcReceive(qp, p);
     return;
   }
   const int32_t d = PsnDiff(p.psn, qp.epsn);

@@ -48,7 +48,8 @@ void RequesterRewind(QpCore& qp, uint32_t psn);
 
 // Responder: one request packet arrived for `qp` (dispatches UC and UD).
 void ResponderReceive(QpCore& qp, Packet& packet);
-// The UD and UC responders (ud.cc, uc.cc).
+// The UD and UC responders (ud.cc, uc.cc); UC packets come after
+// ResponderReceive's checks of the QP's state and the connected peer.
 void UdReceive(QpCore& qp, Packet& packet);
 void UcReceive(QpCore& qp, Packet& packet);
 // The UD requester: sends datagram `w` (one packet, or one per member of a

@@ -114,19 +114,8 @@ void ReceiveWrite(QpCore& qp, const Packet& p) {
 }  // namespace
 
 void UcReceive(QpCore& qp, Packet& p) {
+  // ResponderReceive has checked the state and the peer.
   Fabric* fabric = qp.node->fabric;
-  const auto s = qp.state;
-  if (!(s == verbsim::QpState::kRtr || s == verbsim::QpState::kRts ||
-        s == verbsim::QpState::kSqd)) {
-    ++qp.packets_dropped;
-    fabric->TracePacket(TraceKind::kDrop, p, "QP cannot receive");
-    return;
-  }
-  if (p.src_node != qp.dest_node || p.src_qpn != qp.attr.dest_qp_num) {
-    ++qp.packets_dropped;
-    fabric->TracePacket(TraceKind::kDrop, p, "not from the connected QP");
-    return;
-  }
   if (!IsSend(p.opcode) && !IsWrite(p.opcode)) {
     ++qp.packets_dropped;
     fabric->TracePacket(TraceKind::kDrop, p, "opcode not valid on UC");

@@ -14,15 +14,6 @@ namespace {
 
 constexpr uint32_t kGrhBytes = 40;
 
-uint16_t Ipv4Checksum(const uint8_t* h, size_t n) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < n; i += 2) {
-    sum += static_cast<uint32_t>(h[i]) << 8 | h[i + 1];
-  }
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
-
 // The GRH area of a UD receive for RoCEv2 over IPv4, as rxe fills it: 20
 // zero bytes, then the IPv4 header of the packet (semantics.md section 5).
 std::array<uint8_t, kGrhBytes> RoceV2Grh(const Gid& sgid, const Gid& dgid,

@@ -12,6 +12,7 @@ namespace {
 
 using sim::Packet;
 using sim::RcOp;
+using sim::Ipv4Checksum;
 
 constexpr size_t kEthLen = 14;
 constexpr size_t kIpLen = 20;
@@ -122,13 +123,6 @@ Headers HeadersOf(QpType transport, RcOp op) {
       break;
   }
   return h;
-}
-
-uint16_t Ipv4Checksum(const uint8_t* h, size_t n) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < n; i += 2) sum += static_cast<uint32_t>(h[i]) << 8 | h[i + 1];
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
 }
 
 void LePut32(uint8_t* p, uint32_t v) {
