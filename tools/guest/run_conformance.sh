@@ -18,6 +18,8 @@
 #   VERBSIM_SKIP_GUEST=1      skip the whole thing (prints why, exits 0)
 #   VERBSIM_GUEST_PROVIDERS   specs to run (default "hw:rxe0 hw:siw0")
 #   VERBSIM_GUEST_STRICT=1    also fail when a test case fails
+#   VERBSIM_GUEST_GTEST_FILTER  run only the cases this gtest filter names,
+#                             in both binaries (e.g. "*SrqTest.*")
 #   and those of rdma_guest.sh (VERBSIM_GUEST_CACHE, VERBSIM_GUEST_TIMEOUT ...)
 #
 # Prints one line per provider and binary: "guest hw:rxe0 conformance_test:
@@ -78,7 +80,8 @@ done
 start="$(date +%s)"
 # The binaries' runfiles and shared libraries are found relative to the
 # binaries themselves, which the guest sees at the same paths.
-"${here}/rdma_guest.sh" --out "${results}" -- \
+"${here}/rdma_guest.sh" --out "${results}" \
+  ${VERBSIM_GUEST_GTEST_FILTER:+-e "VERBSIM_GUEST_GTEST_FILTER=${VERBSIM_GUEST_GTEST_FILTER}"} -- \
   "${here}/conformance_guest.sh" "${bin}" "${specs[@]}"
 rc=$?
 echo "guest: $(( $(date +%s) - start )) s in all (boot, set-up and tests)"
