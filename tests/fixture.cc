@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "core/names.h"
+#include "tests/observed.h"
 
 namespace verbsim {
 namespace testing {
@@ -193,7 +194,10 @@ absl::StatusOr<WorkCompletion> Await(Cq* cq, absl::Duration timeout) {
   while (true) {
     absl::StatusOr<int> n = cq->Poll({&wc, 1});
     if (!n.ok()) return n.status();
-    if (*n == 1) return wc;
+    if (*n == 1) {
+      NoteCompletionStatus(wc.status);
+      return wc;
+    }
     if (absl::Now() > deadline) {
       return Errno(ETIMEDOUT, "no completion within %s",
                    absl::FormatDuration(timeout));
@@ -213,6 +217,7 @@ absl::StatusOr<std::vector<WorkCompletion>> AwaitN(Cq* cq, int n,
     absl::StatusOr<int> got =
         cq->Poll(absl::MakeSpan(wcs.data(), static_cast<size_t>(want)));
     if (!got.ok()) return got.status();
+    for (int i = 0; i < *got; ++i) NoteCompletionStatus(wcs[i].status);
     out.insert(out.end(), wcs.begin(), wcs.begin() + *got);
     if (*got > 0) continue;
     if (absl::Now() > deadline) {
@@ -233,6 +238,7 @@ std::vector<WorkCompletion> Drain(Cq* cq, absl::Duration quiet) {
     absl::StatusOr<int> n = cq->Poll({&wc, 1});
     if (!n.ok()) break;
     if (*n == 1) {
+      NoteCompletionStatus(wc.status);
       out.push_back(wc);
     } else {
       std::this_thread::yield();

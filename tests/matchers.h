@@ -20,6 +20,7 @@
 #include "core/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/observed.h"
 
 namespace verbsim {
 namespace testing {
@@ -66,6 +67,7 @@ MATCHER_P(HasErrno, err,
                        ::verbsim::ErrnoName(err))) {
   const absl::Status& status = ::verbsim::testing::StatusOf(arg);
   *result_listener << "status is " << status;
+  ::verbsim::testing::NoteErrno(status.ok() ? 0 : ::verbsim::ErrnoOf(status));
   if (status.ok()) return false;
   if (::verbsim::ErrnoOf(status) != err) return false;
   const std::string prefix = absl::StrCat(::verbsim::ErrnoName(err), ":");

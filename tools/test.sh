@@ -169,6 +169,24 @@ guest_run() {
     status=1
   else
     echo "==> guest: ran; per-case results in ${results}" >&2
+    fidelity_check "${results}"
+  fi
+}
+
+# Step 6: every case of the sim's rxe and siw profiles against hw:rxe0 and
+# hw:siw0 (tools/fidelity/fidelity.py on step 1's host XML and step 5's).
+fidelity_check() {
+  local testlogs
+  if ! testlogs="$(bazel info bazel-testlogs 2>/dev/null)" || [[ -z "${testlogs}" ]]; then
+    echo "==> fidelity: FAILED (bazel info bazel-testlogs)" >&2
+    status=1
+    return 0
+  fi
+  echo "==> fidelity: sim:rxe vs hw:rxe0, sim:siw vs hw:siw0" >&2
+  if ! python3 tools/fidelity/fidelity.py \
+      --host "${testlogs}/tests/conformance_test/test.xml" --guest "$1" >&2; then
+    echo "==> fidelity: FAILED" >&2
+    status=1
   fi
 }
 

@@ -32,6 +32,13 @@ excluded_cases() {
   esac
 }
 
+# What the results came from, for docs/fidelity.md.
+{
+  echo "kernel=$(uname -r)"
+  echo "kernel_package=$(uname -v | sed -n 's/.*Debian \([^ ]*\).*/\1/p')"
+  echo "rdma_core=$(dpkg-query -W -f='${Version}' rdma-core 2>/dev/null)"
+} >"${VERBSIM_GUEST_OUT}/environment.txt"
+
 for spec in "$@"; do
   device="${spec#hw:}"
   dir="${VERBSIM_GUEST_OUT}/${device}"

@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""The fidelity table: what every conformance case saw on every provider.
+
+Reads the gtest XML of the conformance suite run on the host (the sim
+profiles: sim, sim:rxe, sim:siw, in one file) and in the guest (hw:rxe0 and
+hw:siw0, one directory each, as tools/guest/run_conformance.sh leaves them),
+and
+
+  * compares each sim profile with the device it models, case by case
+    (sim:rxe with hw:rxe0, sim:siw with hw:siw0): the outcome (passed,
+    skipped, failed) and what the case saw (the distinct completion statuses
+    and errnos its helpers noted, tests/observed.h) must be the same;
+  * writes docs/fidelity.md: one row per case, one column per provider, and
+    for every case where rxe or siw differ from the spec (the sim's ibta
+    profile) the kernel or rdma-core source the difference comes from
+    (tools/fidelity/sources.tsv).
+
+  fidelity.py --host HOST_XML --guest RESULTS_DIR [--sources TSV]
+              [--out FILE] [--check-doc FILE] [--strict]
+
+  --out FILE        write the table to FILE
+  --check-doc FILE  fail (exit 1) if FILE differs from the table
+  --strict          fail (exit 1) if a sim profile and its device disagree
+                    on a case, or a deviation has no source
+
+Prints a summary line per pair: "sim:rxe vs hw:rxe0: 550 cases, 0 disagree".
+Exit status: 0, 1 as above, 2 for bad input (a missing or unreadable file).
+"""
+
+import argparse
+import collections
+import fnmatch
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+# Columns: (provider spec, the sanitized name the suite puts in case names).
+HOST_PROVIDERS = [("sim", "sim"), ("sim:rxe", "sim_rxe"), ("sim:siw", "sim_siw")]
+GUEST_DEVICES = ["rxe0", "siw0"]
+# Each sim profile and the device it models.
+PAIRS = [("sim:rxe", "hw:rxe0"), ("sim:siw", "hw:siw0")]
+COLUMNS = ["sim", "sim:rxe", "hw:rxe0", "sim:siw", "hw:siw0"]
+KIND_OF = {"sim:rxe": "rxe", "hw:rxe0": "rxe", "sim:siw": "siw", "hw:siw0": "siw"}
+
+
+class InputError(Exception):
+    pass
+
+
+Observation = collections.namedtuple(
+    "Observation", "outcome completions errnos message")
+
+
+def comparable(obs):
+    """What must match between a profile and its device."""
+    if obs.outcome == "skipped":
+        return ("skipped",)
+    return (obs.outcome, frozenset(obs.completions), frozenset(obs.errnos))
+
+
+def parse_xml(path, param_names):
+    """{case key: Observation} for the cases of `param_names` in `path`.
+
+    `param_names` maps the provider part of a case name ("sim_rxe") to its
+    spec ("sim:rxe"); returns {spec: {case: Observation}}.
+    """
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        raise InputError(f"{path}: {e}")
+    # Longest first, so "sim_rxe_X" is sim:rxe's and not sim's "rxe_X".
+    names = sorted(param_names, key=len, reverse=True)
+    out = {spec: {} for spec in param_names.values()}
+    for case in root.iter("testcase"):
+        if case.get("status") == "notrun":
+            continue
+        suite = case.get("classname", "").split("/")[-1]
+        test, _, param = case.get("name", "").partition("/")
+        spec = rest = None
+        for name in names:
+            if param == name or param.startswith(name + "_"):
+                spec, rest = param_names[name], param[len(name) + 1:]
+                break
+        if spec is None:
+            continue  # another provider's case (e.g. "hw" on the host)
+        key = f"{suite}.{test}" + (f"/{rest}" if rest else "")
+        props = {p.get("name"): p.get("value", "")
+                 for p in case.iter("property")}
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        skipped = case.find("skipped")
+        if failure is not None:
+            outcome = "failed"
+            message = (failure.get("message") or "").strip().splitlines()
+            message = message[0] if message else ""
+        elif skipped is not None or case.get("result") == "skipped":
+            outcome = "skipped"
+            message = (skipped.get("message") if skipped is not None else "") or ""
+            message = message.strip()
+            # gtest prefixes the reason with "file:line\n".
+            lines = [l for l in message.splitlines() if l.strip()]
+            if len(lines) > 1 and ":" in lines[0] and lines[0].split(":")[-1].isdigit():
+                lines = lines[1:]
+            message = " ".join(lines)
+        else:
+            outcome, message = "passed", ""
+        out[spec][key] = Observation(
+            outcome,
+            tuple(props.get("completions", "").split()),
+            tuple(props.get("errnos", "").split()),
+            message)
+    return out
+
+
+def read_excluded(results, device):
+    """[(pattern, reason)] of cases the guest does not run on `device`."""
+    path = os.path.join(results, device, "excluded.txt")
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path) as f:
+        for line in f:
+            pattern, _, reason = line.rstrip("\n").partition("\t")
+            if pattern:
+                rows.append((pattern, reason))
+    return rows
+
+
+def read_sources(path):
+    """[(kind, pattern, source)] from the TSV (comments start with #)."""
+    rows = []
+    try:
+        f = open(path)
+    except OSError as e:
+        raise InputError(f"{path}: {e}")
+    with f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3 or parts[0] not in ("rxe", "siw"):
+                raise InputError(f"{path}:{n}: want kind<TAB>case pattern<TAB>source, "
+                                 f"kind rxe or siw: {line!r}")
+            rows.append(tuple(parts))
+    return rows
+
+
+def read_environment(results):
+    path = os.path.join(results, "environment.txt")
+    env = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                if k:
+                    env[k] = v
+    return env
+
+
+def cell(obs, skip_ids):
+    if obs is None:
+        return "—"
+    seen = " ".join(obs.completions + obs.errnos)
+    if obs.outcome == "skipped":
+        return f"skip [{skip_ids[obs.message]}]"
+    mark = "pass" if obs.outcome == "passed" else "**FAIL**"
+    return f"{mark} {seen}".strip()
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--guest", required=True)
+    ap.add_argument("--sources",
+                    default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "sources.tsv"))
+    ap.add_argument("--out")
+    ap.add_argument("--check-doc")
+    ap.add_argument("--strict", action="store_true")
+    args = ap.parse_args(argv)
+
+    try:
+        results = parse_xml(args.host, dict((n, s) for s, n in HOST_PROVIDERS))
+        excluded = {}
+        for device in GUEST_DEVICES:
+            xml = os.path.join(args.guest, device, "conformance_test.xml")
+            spec = f"hw:{device}"
+            results.update(parse_xml(xml, {f"hw_{device}": spec}))
+            excluded[spec] = read_excluded(args.guest, device)
+        sources = read_sources(args.sources)
+    except InputError as e:
+        print(f"fidelity: {e}", file=sys.stderr)
+        return 2
+    env = read_environment(args.guest)
+
+    cases = sorted(set().union(*(results[c].keys() for c in COLUMNS)))
+    problems = []
+
+    def excluded_reason(spec, case):
+        for pattern, reason in excluded.get(spec, []):
+            # The guest's patterns are gtest filters over whole names.
+            if matches_gtest_pattern(case, pattern):
+                return reason
+        return None
+
+    # Profile against device.
+    disagreements = collections.defaultdict(list)
+    for sim_spec, hw_spec in PAIRS:
+        for case in cases:
+            s, h = results[sim_spec].get(case), results[hw_spec].get(case)
+            if h is None and excluded_reason(hw_spec, case) is not None:
+                continue
+            if s is None or h is None or comparable(s) != comparable(h):
+                disagreements[(sim_spec, hw_spec)].append(case)
+
+    # Deviations from the spec, and their sources.
+    def sources_for(kind, case):
+        return [src for k, pattern, src in sources
+                if k == kind and fnmatch.fnmatchcase(case, pattern)]
+
+    deviation_sources = {}
+    unsourced = []
+    for case in cases:
+        base = results["sim"].get(case)
+        found = []
+        for kind, spec in (("rxe", "hw:rxe0"), ("siw", "hw:siw0")):
+            obs = results[spec].get(case) or results[f"sim:{kind}"].get(case)
+            if obs is None or base is None or comparable(obs) == comparable(base):
+                continue
+            srcs = sources_for(kind, case)
+            if not srcs:
+                unsourced.append(f"{kind}: {case}")
+            found.append(f"{kind}: " + (", ".join(srcs) if srcs else "(no source)"))
+        if found:
+            deviation_sources[case] = "; ".join(found)
+
+    # Skip reasons, numbered in first-seen order.
+    skip_ids = {}
+    for case in cases:
+        for c in COLUMNS:
+            obs = results[c].get(case)
+            if obs is not None and obs.outcome == "skipped" and obs.message not in skip_ids:
+                skip_ids[obs.message] = len(skip_ids) + 1
+
+    lines = []
+    w = lines.append
+    w("# Fidelity: every conformance case on every provider")
+    w("")
+    w("Generated by `tools/fidelity.sh` (tools/fidelity/fidelity.py) from the gtest XML of")
+    w("`//tests:conformance_test` on the host (the sim's profiles) and in the qemu guest")
+    w("(`tools/guest/run_conformance.sh`: real rxe and siw). Do not edit: regenerate.")
+    w("")
+    kernel = env.get("kernel", "unknown")
+    w(f"- Guest kernel: **{kernel}** (Debian package {env.get('kernel_package', 'unknown')}); "
+      f"rdma-core {env.get('rdma_core', 'unknown')}.")
+    w("- Columns: `sim` is the sim's `ibta` profile (the spec); `sim:rxe` and `sim:siw` are the")
+    w("  sim's profiles of the kernel drivers; `hw:rxe0` and `hw:siw0` are the drivers themselves.")
+    w("- A cell is the case's outcome and what it saw: the distinct completion statuses and the")
+    w("  errnos its checks looked at, in first-seen order (tests/observed.h). `skip [n]`: skipped")
+    w("  for reason n (listed below); `—`: not run (reason below).")
+    w("- Source: where rxe or siw differ from the spec, the driver or library file the")
+    w("  difference comes from (tools/fidelity/sources.tsv; reasons in")
+    w("  tools/guest/known_differences.md and sim/profile.cc).")
+    w("")
+    w("| provider | cases | passed | skipped | failed |")
+    w("|---|---|---|---|---|")
+    for c in COLUMNS:
+        counts = collections.Counter(o.outcome for o in results[c].values())
+        w(f"| {c} | {len(results[c])} | {counts['passed']} | {counts['skipped']} | "
+          f"{counts['failed']} |")
+    w("")
+    for sim_spec, hw_spec in PAIRS:
+        n = len(disagreements[(sim_spec, hw_spec)])
+        w(f"- {sim_spec} and {hw_spec} disagree on **{n}** cases"
+          + (":" if n else "."))
+        for case in disagreements[(sim_spec, hw_spec)]:
+            w(f"  - `{case}`")
+    w(f"- Deviations from the spec without a cited source: **{len(unsourced)}**.")
+    w("")
+    w("| case | " + " | ".join(COLUMNS) + " | source of the deviation |")
+    w("|---|" + "---|" * len(COLUMNS) + "---|")
+    for case in cases:
+        cells = []
+        for c in COLUMNS:
+            obs = results[c].get(case)
+            if obs is None and c.startswith("hw:") and excluded_reason(c, case):
+                cells.append("— (excluded)")
+            else:
+                cells.append(cell(obs, skip_ids))
+        w(f"| `{case}` | " + " | ".join(cells) + f" | {deviation_sources.get(case, '')} |")
+    w("")
+    w("## Skip reasons")
+    w("")
+    for reason, n in skip_ids.items():
+        w(f"{n}. {reason or '(no reason given)'}")
+    excluded_rows = [(spec, p, r) for spec, rows in excluded.items() for p, r in rows]
+    if excluded_rows:
+        w("")
+        w("## Not run in the guest")
+        w("")
+        for spec, pattern, reason in excluded_rows:
+            w(f"- {spec}: `{pattern}`: {reason}")
+    text = "\n".join(lines) + "\n"
+
+    status = 0
+    for sim_spec, hw_spec in PAIRS:
+        cases_of_pair = len(set(results[sim_spec]) | set(results[hw_spec]))
+        bad = disagreements[(sim_spec, hw_spec)]
+        print(f"fidelity: {sim_spec} vs {hw_spec}: {cases_of_pair} cases, "
+              f"{len(bad)} disagree")
+        for case in bad[:40]:
+            s, h = results[sim_spec].get(case), results[hw_spec].get(case)
+            print(f"  {case}: {sim_spec} {describe(s)} / {hw_spec} {describe(h)}")
+        if bad and args.strict:
+            status = 1
+    print(f"fidelity: {len(unsourced)} deviations without a source")
+    for u in unsourced[:40]:
+        print(f"  {u}")
+    if unsourced and args.strict:
+        status = 1
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    if args.check_doc:
+        try:
+            with open(args.check_doc) as f:
+                old = f.read()
+        except OSError as e:
+            print(f"fidelity: {e}", file=sys.stderr)
+            return 2
+        if old != text:
+            print(f"fidelity: {args.check_doc} is stale: regenerate it with "
+                  f"bash tools/fidelity.sh", file=sys.stderr)
+            status = 1
+    return status
+
+
+def matches_gtest_pattern(case, pattern):
+    """Whether a guest device's full name of `case` matches a gtest filter."""
+    suite_test, _, param = case.partition("/")
+    for prov in ("hw_rxe0", "hw_siw0"):
+        full = f"Providers/{suite_test}/{prov}" + (f"_{param}" if param else "")
+        if fnmatch.fnmatchcase(full, pattern):
+            return True
+    return False
+
+
+def describe(obs):
+    if obs is None:
+        return "not run"
+    s = obs.outcome
+    seen = " ".join(obs.completions + obs.errnos)
+    if seen:
+        s += f" [{seen}]"
+    if obs.message:
+        s += f" ({obs.message[:100]})"
+    return s
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,148 @@
+"""Tests of fidelity.py on small hand-written gtest XML files."""
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity  # noqa: E402
+
+
+def case_xml(suite, test, param, outcome="passed", completions="", errnos="",
+             message=""):
+    props = ""
+    if completions or errnos:
+        props = "<properties>"
+        if completions:
+            props += f'<property name="completions" value="{completions}"/>'
+        if errnos:
+            props += f'<property name="errnos" value="{errnos}"/>'
+        props += "</properties>"
+    body = props
+    if outcome == "failed":
+        body += f'<failure message="{message}"/>'
+    elif outcome == "skipped":
+        body += f'<skipped message="x.cc:1&#10;{message}"/>'
+    result = "skipped" if outcome == "skipped" else "completed"
+    return (f'<testcase name="{test}/{param}" classname="Providers/{suite}" '
+            f'status="run" result="{result}">{body}</testcase>')
+
+
+def write_xml(path, cases):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write('<?xml version="1.0"?><testsuites><testsuite name="s">'
+                + "".join(cases) + "</testsuite></testsuites>")
+
+
+class FidelityTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.host = os.path.join(self.dir, "host.xml")
+        self.guest = os.path.join(self.dir, "guest")
+        self.sources = os.path.join(self.dir, "sources.tsv")
+        with open(self.sources, "w") as f:
+            f.write("# kind\tpattern\tsource\n"
+                    "rxe\tBadRkeyTest.*\trxe_resp.c\n"
+                    "siw\tBadRkeyTest.*\tsiw_verbs.c\n")
+        os.makedirs(self.guest)
+        with open(os.path.join(self.guest, "environment.txt"), "w") as f:
+            f.write("kernel=6.1.0-test\nkernel_package=6.1.1-1\nrdma_core=44.0-2\n")
+
+    def write(self, sim_rxe_status, hw_rxe_status, siw_outcome="skipped"):
+        # BadRkeyTest differs from the spec on rxe; SendTest agrees everywhere.
+        write_xml(self.host, [
+            case_xml("BadRkeyTest", "Write", "sim", completions="REM_ACCESS_ERR"),
+            case_xml("BadRkeyTest", "Write", "sim_rxe", completions=sim_rxe_status),
+            case_xml("BadRkeyTest", "Write", "sim_siw", siw_outcome, message="no atomics"),
+            case_xml("SendTest", "Works", "sim_rxe_64", completions="SUCCESS"),
+            case_xml("SendTest", "Works", "sim_64", completions="SUCCESS"),
+            case_xml("SendTest", "Works", "sim_siw_64", completions="SUCCESS"),
+            case_xml("SendTest", "Works", "hw", "skipped", message="no RDMA device"),
+        ])
+        write_xml(os.path.join(self.guest, "rxe0", "conformance_test.xml"), [
+            case_xml("BadRkeyTest", "Write", "hw_rxe0", completions=hw_rxe_status),
+            case_xml("SendTest", "Works", "hw_rxe0_64", completions="SUCCESS"),
+        ])
+        write_xml(os.path.join(self.guest, "siw0", "conformance_test.xml"), [
+            case_xml("BadRkeyTest", "Write", "hw_siw0", "skipped", message="no atomics"),
+            case_xml("SendTest", "Works", "hw_siw0_64", completions="SUCCESS"),
+        ])
+
+    def run_tool(self, *extra):
+        out = io.StringIO()
+        err = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = fidelity.main(["--host", self.host, "--guest", self.guest,
+                                "--sources", self.sources, *extra])
+        return rc, out.getvalue() + err.getvalue()
+
+    def test_agreement_passes_strict_and_writes_the_table(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        doc = os.path.join(self.dir, "fidelity.md")
+        rc, out = self.run_tool("--strict", "--out", doc)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("sim:rxe vs hw:rxe0: 2 cases, 0 disagree", out)
+        with open(doc) as f:
+            text = f.read()
+        self.assertIn("6.1.0-test", text)
+        self.assertIn("| `BadRkeyTest.Write` | pass REM_ACCESS_ERR | pass REM_OP_ERR | "
+                      "pass REM_OP_ERR | skip [1] | skip [1] | rxe: rxe_resp.c; "
+                      "siw: siw_verbs.c |", text)
+        self.assertIn("| `SendTest.Works/64` |", text)
+        self.assertIn("1. no atomics", text)
+        # The table is stable: checking it against itself passes.
+        rc, out = self.run_tool("--strict", "--check-doc", doc)
+        self.assertEqual(rc, 0, out)
+
+    def test_a_disagreement_fails_strict_and_names_the_case(self):
+        self.write("REM_OP_ERR", "REM_ACCESS_ERR")
+        rc, out = self.run_tool("--strict")
+        self.assertEqual(rc, 1)
+        self.assertIn("sim:rxe vs hw:rxe0: 2 cases, 1 disagree", out)
+        self.assertIn("BadRkeyTest.Write: sim:rxe passed [REM_OP_ERR] / "
+                      "hw:rxe0 passed [REM_ACCESS_ERR]", out)
+        rc, _ = self.run_tool()
+        self.assertEqual(rc, 0)  # without --strict it only reports
+
+    def test_a_deviation_without_a_source_fails_strict(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        with open(self.sources, "w") as f:
+            f.write("siw\tBadRkeyTest.*\tsiw_verbs.c\n")
+        rc, out = self.run_tool("--strict")
+        self.assertEqual(rc, 1)
+        self.assertIn("1 deviations without a source", out)
+        self.assertIn("rxe: BadRkeyTest.Write", out)
+
+    def test_a_stale_doc_fails(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        doc = os.path.join(self.dir, "fidelity.md")
+        with open(doc, "w") as f:
+            f.write("old\n")
+        rc, out = self.run_tool("--check-doc", doc)
+        self.assertEqual(rc, 1)
+        self.assertIn("is stale", out)
+
+    def test_excluded_cases_are_not_disagreements(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        write_xml(os.path.join(self.guest, "rxe0", "conformance_test.xml"), [
+            case_xml("SendTest", "Works", "hw_rxe0_64", completions="SUCCESS"),
+        ])
+        with open(os.path.join(self.guest, "rxe0", "excluded.txt"), "w") as f:
+            f.write("*BadRkeyTest.Write/*\tkernel oops\n")
+        rc, out = self.run_tool("--strict")
+        self.assertEqual(rc, 0, out)
+
+    def test_a_missing_guest_result_is_bad_input(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        os.remove(os.path.join(self.guest, "siw0", "conformance_test.xml"))
+        rc, out = self.run_tool()
+        self.assertEqual(rc, 2)
+        self.assertIn("siw0", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
