@@ -1,5 +1,6 @@
 #include "core/errors.h"
 
+#include <cstring>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -30,7 +31,10 @@ absl::string_view ErrnoName(int err) {
     case EEXIST: return "EEXIST";
     case EIO: return "EIO";
   }
-  return "E?";
+  // Any other errno a device may return (ENODATA from rxe's GID cache, ...):
+  // glibc's name for it (strerrorname_np, glibc 2.32).
+  const char* name = strerrorname_np(err);
+  return name != nullptr ? name : "E?";
 }
 
 absl::Status ErrnoError(int err, absl::string_view message) {
