@@ -138,7 +138,13 @@ enum AccessFlags : uint32_t {
   kAccessZeroBased = 1u << 5,
   kAccessOnDemand = 1u << 6,
 };
-// Every access bit the sim understands; any other bit is rejected (EINVAL).
+// Bits real devices know besides those: IBV_ACCESS_HUGETLB, and the
+// optional range (IBV_ACCESS_OPTIONAL_RANGE, bits 20..29: RELAXED_ORDERING is
+// bit 20), which libibverbs drops when the device does not support it.
+inline constexpr uint32_t kAccessHugeTlb = 1u << 7;
+inline constexpr uint32_t kAccessOptionalRange = 0x3ff00000u;
+// Every access bit the sim understands; any other bit is rejected (EINVAL)
+// unless the profile ignores it (SimProfile::ignored_access_bits).
 inline constexpr uint32_t kAccessAllKnown =
     kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
     kAccessRemoteAtomic | kAccessMwBind | kAccessZeroBased | kAccessOnDemand;

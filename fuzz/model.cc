@@ -67,6 +67,14 @@ ProfileRules RulesFor(const std::string& profile) {
     r.reports_with_inv = false;
     r.flushes_recv_posted_in_err = false;
     r.cq_overflow_errors_qps = false;
+    // Registration as the guest's rxe0 answered it.
+    r.naks_failed_send_invalidate = false;
+    r.one_key_for_both = true;
+    r.rkey_needs_remote_access = true;
+    r.ignored_access_bits = (1u << 7) | 0x3ff00000u;
+    r.accepts_zero_based = true;
+    r.on_demand_errno = EINVAL;
+    r.zero_length_mr = false;
     return r;
   }
   // The spec and what rdma-unit-test expects of hardware.
@@ -102,19 +110,27 @@ constexpr uint32_t kKnownAccess =
 
 }  // namespace
 
-int RegArgumentErrno(const RegCall& c, const RegLimits& limits) {
+int RegArgumentErrno(const RegCall& c, const RegLimits& limits,
+                     const ProfileRules& rules) {
   // A destroyed PD is not a PD.
   if (!c.pd_alive) return EINVAL;
-  // Flags first: bits nobody knows.
-  if ((c.access & ~kKnownAccess) != 0) return EINVAL;
+  // Flags first: bits nobody knows (some the device ignores).
+  if ((c.access & ~(kKnownAccess | rules.ignored_access_bits)) != 0) {
+    return EINVAL;
+  }
   // ibv_reg_mr(3): remote write or remote atomic needs local write.
   const bool wants_remote_modify =
       (c.access & kAccessRemoteWrite) || (c.access & kAccessRemoteAtomic);
   if (wants_remote_modify && !(c.access & kAccessLocalWrite)) return EINVAL;
-  // Zero-based addressing needs an iova, which ibv_reg_mr does not take.
-  if (c.access & kAccessZeroBased) return EINVAL;
+  // Zero-based addressing needs an iova, which ibv_reg_mr does not take
+  // (the kernel drivers ignore the bit).
+  if ((c.access & kAccessZeroBased) && !rules.accepts_zero_based) {
+    return EINVAL;
+  }
   // On-demand paging is a device capability the simulated HCA lacks.
-  if (c.access & kAccessOnDemand) return EOPNOTSUPP;
+  if (c.access & kAccessOnDemand) return rules.on_demand_errno;
+  // The kernel's ib_umem_get takes no empty range.
+  if (c.length == 0 && !rules.zero_length_mr) return EINVAL;
   // The range: a null buffer of nonzero length, one that wraps around the
   // address space, or one longer than the device allows.
   if (c.addr == 0 && c.length > 0) return EINVAL;
@@ -148,6 +164,7 @@ int KeyModel::Add(const ModelMr& mr) {
   if (!mr.live) return index;
   // A new live MR's keys must not be a key of another live MR on its node.
   for (uint32_t key : {mr.lkey, mr.rkey}) {
+    if (key == 0) continue;  // rkey 0: the MR has no rkey (rxe)
     const Where w{mr.node, key};
     for (const std::map<Where, int>* table : {&by_lkey_, &by_rkey_}) {
       auto it = table->find(w);
@@ -162,10 +179,10 @@ int KeyModel::Add(const ModelMr& mr) {
     }
   }
   for (uint32_t key : {mr.lkey, mr.rkey}) {
-    NoteKey(mr.node, key, index, -1, absl::StrCat("MR #", index));
+    if (key != 0) NoteKey(mr.node, key, index, -1, absl::StrCat("MR #", index));
   }
   by_lkey_[{mr.node, mr.lkey}] = index;
-  by_rkey_[{mr.node, mr.rkey}] = index;
+  if (mr.rkey != 0) by_rkey_[{mr.node, mr.rkey}] = index;
   return index;
 }
 
@@ -266,14 +283,14 @@ std::vector<int> ReregErrnos(const ReregCall& c, const RegLimits& limits,
       allow(EINVAL);
     } else {
       const int e = RegArgumentErrno(RegCall{true, c.addr, c.length, 0},
-                                     limits);
+                                     limits, rules);
       if (e != 0) allow(e);
     }
   }
   if (c.flags & kReregChangeAccess) {
     // ibv_reg_mr's flag rules; the range is fine here (1 byte at 4 KiB).
     const int e =
-        RegArgumentErrno(RegCall{true, 0x1000, 1, c.access}, limits);
+        RegArgumentErrno(RegCall{true, 0x1000, 1, c.access}, limits, rules);
     if (e != 0) allow(e);
   }
   if (c.bound_windows > 0) allow(EBUSY);
@@ -719,7 +736,13 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
         out.invalidates = window;
         return out;
       }
-      fail({WcStatus::kRemAccessErr});
+      if (rules.naks_failed_send_invalidate) {
+        fail({WcStatus::kRemAccessErr});
+      } else {
+        succeed();
+        out.executes = false;
+        out.responder_error = true;
+      }
       out.receiver = rules.recv_bad_invalidate;
       return out;
     }

@@ -18,6 +18,7 @@
 #ifndef VERBSIM_FUZZ_MODEL_H_
 #define VERBSIM_FUZZ_MODEL_H_
 
+#include <cerrno>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -91,6 +92,20 @@ struct ProfileRules {
   bool reports_with_inv = true;
   bool flushes_recv_posted_in_err = true;
   bool cq_overflow_errors_qps = true;
+  // Registration on kernel 6.1 rxe (ib_core, ib_umem_get, rxe_mr.c): one
+  // key for both directions, rkey 0 without remote access, HUGETLB and the
+  // optional range ignored, ZERO_BASED accepted, ON_DEMAND EINVAL, no
+  // zero-length region.
+  // A SEND_WITH_INV whose rkey cannot be invalidated: the sender is NAKed
+  // (REM_ACCESS_ERR), or on rxe acknowledged (SUCCESS) while the responder
+  // alone goes to ERR.
+  bool naks_failed_send_invalidate = true;
+  bool one_key_for_both = false;
+  bool rkey_needs_remote_access = false;
+  uint32_t ignored_access_bits = 0;
+  bool accepts_zero_based = false;
+  int on_demand_errno = EOPNOTSUPP;
+  bool zero_length_mr = true;
 };
 // "ibta" (also for "") or "rxe".
 ProfileRules RulesFor(const std::string& profile);
@@ -113,7 +128,9 @@ struct RegCall {
 // arguments are fine): argument and flag errors first (EINVAL), an
 // unsupported feature next (EOPNOTSUPP), as the kernel's access check runs
 // before the memory is looked at.
-int RegArgumentErrno(const RegCall& call, const RegLimits& limits);
+// `rules` are the profile's registration rules (ibta when not given).
+int RegArgumentErrno(const RegCall& call, const RegLimits& limits,
+                     const ProfileRules& rules = ProfileRules());
 
 // --- Keys, bounds and access -------------------------------------------------
 

@@ -163,8 +163,15 @@ TEST(ModelRemote, Outcomes) {
   const RemoteOutcome both = out(RemoteKind::kCmpSwap, 0x1004, 0x99, 8, ibta);
   EXPECT_TRUE(both.requester.Contains(WcStatus::kRemInvReqErr));
   EXPECT_TRUE(both.requester.Contains(WcStatus::kRemAccessErr));
+  // A region's rkey cannot be invalidated: the spec NAKs the sender; rxe
+  // acknowledges it and fails the responder alone.
+  const RemoteOutcome inv_ibta = out(RemoteKind::kSendInv, 0, 0x11, 10, ibta);
+  EXPECT_TRUE(inv_ibta.requester.Contains(WcStatus::kRemAccessErr));
+  EXPECT_TRUE(inv_ibta.responder_error);
   const RemoteOutcome inv = out(RemoteKind::kSendInv, 0, 0x11, 10, rxe);
-  EXPECT_TRUE(inv.requester.Contains(WcStatus::kRemAccessErr));
+  EXPECT_TRUE(inv.requester.IsSuccessOnly());
+  EXPECT_FALSE(inv.executes);
+  EXPECT_TRUE(inv.responder_error);
   EXPECT_TRUE(inv.consumes_recv);
   EXPECT_TRUE(inv.receiver.Contains(WcStatus::kRemInvReqErr));
   const RemoteOutcome big = out(RemoteKind::kSendInv, 0, 0x11, 101, ibta);

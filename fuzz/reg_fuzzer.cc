@@ -194,7 +194,7 @@ class RegHarness {
     call.addr = DecodeAddr();
     call.length = DecodeLength(call.addr);
     call.access = DecodeAccess();
-    int expected = RegArgumentErrno(call, limits_);
+    int expected = RegArgumentErrno(call, limits_, rules_);
     if (expected == 0) {
       ++registrations_;
       const uint64_t live = static_cast<uint64_t>(keys_.LiveOnNode(kClientNode));
@@ -229,6 +229,24 @@ class RegHarness {
                              ", registered with addr 0x", absl::Hex(call.addr),
                              " length 0x", absl::Hex(call.length),
                              " access 0x", absl::Hex(call.access)));
+    }
+    // The keys the profile gives: one for both directions, and on rxe no
+    // rkey (0) without remote access.
+    constexpr uint32_t kRemote =
+        kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+    const uint32_t want_rkey =
+        rules_.rkey_needs_remote_access && (call.access & kRemote) == 0
+            ? 0
+            : m.lkey();
+    if (rules_.one_key_for_both ? m.rkey() != want_rkey
+                                : m.rkey() == m.lkey()) {
+      Violation(absl::StrCat("MR lkey 0x", absl::Hex(m.lkey()), " rkey 0x",
+                             absl::Hex(m.rkey()), " (access 0x",
+                             absl::Hex(call.access), "): profile ",
+                             rules_.name,
+                             rules_.one_key_for_both
+                                 ? " gives one key for both"
+                                 : " keys each direction apart"));
     }
     MrSlot s;
     s.model = keys_.Add(ModelMr{kClientNode, static_cast<int>(slot), call.addr,

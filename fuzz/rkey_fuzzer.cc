@@ -676,6 +676,15 @@ class RkeyHarness {
         want_send.push_back({b.wr.wr_id, {WcStatus::kWrFlushErr}, op, 0, false, 0});
         continue;
       }
+      if (responder_error) {
+        // The responder went to ERR without NAKing the requester (rxe's
+        // failed SEND_WITH_INV): it drops what arrives, so this WR's
+        // retries run out and the rest are flushed.
+        want_send.push_back(
+            {b.wr.wr_id, {WcStatus::kRetryExcErr}, op, 0, false, 0});
+        requester_error = true;
+        continue;
+      }
       RemoteRequest req;
       req.kind = b.kind;
       const bool atomic =

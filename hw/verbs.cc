@@ -852,10 +852,9 @@ absl::Status HwPd::Destroy() {
 absl::StatusOr<std::unique_ptr<Mr>> HwPd::RegMr(void* addr, size_t length,
                                                 uint32_t access) {
   if (absl::Status s = Check(); !s.ok()) return s;
-  if ((access & ~kAccessAllKnown) != 0) {
-    return Errno(EINVAL, "RegMr: unknown access bits 0x%x",
-                 access & ~kAccessAllKnown);
-  }
+  // Bits verbsim does not name go to the device, which decides: kernel 6.1
+  // accepts HUGETLB and rdma-core drops the optional range (bits 20..29),
+  // the rest is EINVAL from ib_check_mr_access.
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&
       (access & kAccessLocalWrite) == 0) {
     return Errno(EINVAL, "RegMr: access %s needs LOCAL_WRITE",
@@ -1597,10 +1596,7 @@ absl::Status HwMr::Rereg(uint32_t flags, Pd* pd, void* addr, size_t length,
     new_pd = hw_pd->res();
   }
   if (flags & kReregChangeAccess) {
-    if ((access & ~kAccessAllKnown) != 0) {
-      return Errno(EINVAL, "Rereg mr lkey 0x%x: unknown access bits 0x%x",
-                   lkey_, access & ~kAccessAllKnown);
-    }
+    // Unnamed bits go to the device, as for RegMr.
     if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&
         (access & kAccessLocalWrite) == 0) {
       return Errno(EINVAL, "Rereg mr lkey 0x%x: access %s needs LOCAL_WRITE",

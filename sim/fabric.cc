@@ -19,6 +19,8 @@ Fabric::Fabric(FabricOptions options)
     node->index = i;
     node->name = absl::StrCat("sim", i);
     node->keys.set_window_bounds_checked(options_.profile.mw_bounds_checked);
+    node->keys.set_key_scheme(options_.profile.one_key_for_both,
+                              options_.profile.rkey_needs_remote_access);
     // IPv4-mapped GID of 10.<hi>.<lo>.<n> for RoCEv2 over IPv4.
     node->gid[10] = 0xff;
     node->gid[11] = 0xff;

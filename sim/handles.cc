@@ -24,8 +24,8 @@ class SimCq;
 class SimChannel;
 
 // ibv_reg_mr(3)'s checks of the access flags, shared by RegMr and Rereg.
-absl::Status CheckMrAccess(uint32_t access) {
-  if (access & ~kAccessAllKnown) {
+absl::Status CheckMrAccess(const SimProfile& profile, uint32_t access) {
+  if (access & ~(kAccessAllKnown | profile.ignored_access_bits)) {
     return Errno(EINVAL, "access 0x%x has unknown bits", access);
   }
   // ibv_reg_mr(3): remote write or atomic access needs local write.
@@ -34,18 +34,24 @@ absl::Status CheckMrAccess(uint32_t access) {
     return Errno(EINVAL, "access %s needs LOCAL_WRITE with remote write or atomic",
                  AccessFlagsName(access));
   }
-  if (access & kAccessZeroBased) {
+  if ((access & kAccessZeroBased) && !profile.accepts_zero_based) {
     return Errno(EINVAL, "access ZERO_BASED needs ibv_reg_mr_iova");
   }
   if (access & kAccessOnDemand) {
-    return Errno(EOPNOTSUPP, "access ON_DEMAND: the sim has no ODP");
+    return Errno(profile.on_demand_errno,
+                 "access ON_DEMAND: the device has no on-demand paging");
   }
   return absl::OkStatus();
 }
 
 // ibv_reg_mr(3)'s checks of the range.
-absl::Status CheckMrRange(const DeviceAttr& dev, const void* addr,
+absl::Status CheckMrRange(const SimProfile& profile, const void* addr,
                           size_t length) {
+  const DeviceAttr& dev = profile.device;
+  if (length == 0 && !profile.zero_length_mr) {
+    // The kernel's ib_umem_get refuses an empty range.
+    return Errno(EINVAL, "length 0: the device registers no empty region");
+  }
   if (addr == nullptr && length > 0) {
     return Errno(EINVAL, "null address with length %zu", length);
   }
@@ -115,13 +121,15 @@ class SimMr : public Mr {
         return Errno(EINVAL, "rereg CHANGE_TRANSLATION needs an address and "
                      "a length (got %p, %zu)", addr, length);
       }
-      if (absl::Status s = CheckMrRange(fabric_->profile().device, addr, length);
+      if (absl::Status s = CheckMrRange(fabric_->profile(), addr, length);
           !s.ok()) {
         return s;
       }
     }
     if (flags & kReregChangeAccess) {
-      if (absl::Status s = CheckMrAccess(access); !s.ok()) return s;
+      if (absl::Status s = CheckMrAccess(fabric_->profile(), access); !s.ok()) {
+        return s;
+      }
     }
     // Applied only once every argument passed.
     if (flags & kReregChangePd) {
@@ -779,9 +787,10 @@ class SimPd : public Pd {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "pd %u is destroyed", st_->id);
     Node* node = st_->context->node;
-    const DeviceAttr& dev = fabric_->profile().device;
-    if (absl::Status s = CheckMrAccess(access); !s.ok()) return s;
-    if (absl::Status s = CheckMrRange(dev, addr, length); !s.ok()) return s;
+    const SimProfile& profile = fabric_->profile();
+    const DeviceAttr& dev = profile.device;
+    if (absl::Status s = CheckMrAccess(profile, access); !s.ok()) return s;
+    if (absl::Status s = CheckMrRange(profile, addr, length); !s.ok()) return s;
     const uint64_t start = reinterpret_cast<uint64_t>(addr);
     if (fabric_->RegistrationFaultDue(node->index)) {
       return Errno(ENOMEM, "injected fault: registration %zu bytes at 0x%x fails",

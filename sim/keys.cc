@@ -39,7 +39,12 @@ void KeyTable::Insert(const std::shared_ptr<MrState>& mr) {
   s.mr = mr;
   mr->slot = slot;
   mr->lkey = MakeKey(slot, s.generation, KeyKind::kLocal);
-  mr->rkey = MakeKey(slot, s.generation, KeyKind::kRemote);
+  mr->rkey = MakeKey(slot, s.generation,
+                     one_key_ ? KeyKind::kLocal : KeyKind::kRemote);
+  constexpr uint32_t kRemoteAccess =
+      kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  // Key 0 names no MR (slot 0 is never used).
+  if (rkey_needs_remote_ && (mr->access & kRemoteAccess) == 0) mr->rkey = 0;
   ++live_;
 }
 
@@ -57,6 +62,7 @@ MrState* KeyTable::Lookup(uint32_t key, KeyKind kind) const {
   uint32_t slot = key >> 12;
   if (slot == 0 || slot >= slots_.size()) return nullptr;
   const Slot& s = slots_[slot];
+  if (one_key_) kind = KeyKind::kLocal;
   if (s.mr == nullptr || MakeKey(slot, s.generation, kind) != key) {
     return nullptr;
   }

@@ -3,7 +3,9 @@
 // A key names a slot in the node's key table and carries the slot's
 // generation, so a key of a deregistered MR is rejected even once the slot is
 // reused. lkey and rkey differ in their low bit: an rkey presented as an lkey
-// (or the reverse) does not match.
+// (or the reverse) does not match. Profiles of devices with one key per MR
+// (rxe, siw) give both the same key, and rxe gives rkey 0 to an MR that has
+// no remote access.
 #ifndef VERBSIM_SIM_KEYS_H_
 #define VERBSIM_SIM_KEYS_H_
 
@@ -52,6 +54,12 @@ class KeyTable {
   // Whether accesses through a window are held to the window's bounds (the
   // profile's mw_bounds_checked) or only to its region's.
   void set_window_bounds_checked(bool on) { window_bounds_checked_ = on; }
+  // One key for both directions (SimProfile::one_key_for_both), and rkey 0
+  // for an MR without remote access (rkey_needs_remote_access).
+  void set_key_scheme(bool one_key_for_both, bool rkey_needs_remote_access) {
+    one_key_ = one_key_for_both;
+    rkey_needs_remote_ = rkey_needs_remote_access;
+  }
   bool window_bounds_checked() const { return window_bounds_checked_; }
 
  private:
@@ -70,6 +78,8 @@ class KeyTable {
   std::deque<uint32_t> mw_free_;
   size_t live_mws_ = 0;
   bool window_bounds_checked_ = true;
+  bool one_key_ = false;
+  bool rkey_needs_remote_ = false;
 };
 
 // The access check (IBA 10.6.3 / C10-xx protection rules): `key` must name a

@@ -92,6 +92,14 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
     p.unused_sgid_errno = ENODATA;
+    p.gather_key_lookup_status = WcStatus::kLocQpOpErr;
+    p.naks_failed_send_invalidate = false;
+    p.one_key_for_both = true;
+    p.rkey_needs_remote_access = true;
+    p.ignored_access_bits = kAccessHugeTlb | kAccessOptionalRange;
+    p.accepts_zero_based = true;
+    p.on_demand_errno = EINVAL;
+    p.zero_length_mr = false;
     p.modify_unchecked_attrs = kQpPkeyIndex | kQpAccessFlags |
                                kQpMinRnrTimer | kQpMaxDestRdAtomic |
                                kQpRetryCnt | kQpRnrRetry;

@@ -22,6 +22,11 @@ struct SimProfile {
   PortAttr port;
   // Status of a send/write/read/atomic whose local SGE has a bad lkey.
   WcStatus bad_lkey_status = WcStatus::kLocProtErr;
+  // ... when the data of a send or write is gathered and its lkey names no
+  // MR of the QP's PD (rxe_req.c: copy_data's key lookup fails, and rxe
+  // completes LOC_QP_OP_ERR; a range or access failure stays
+  // bad_lkey_status).
+  WcStatus gather_key_lookup_status = WcStatus::kLocProtErr;
   // Status of the receive whose buffer failed the local access check (bad
   // lkey, outside its MR, MR without LOCAL_WRITE). The sender sees REM_OP_ERR.
   WcStatus recv_access_status = WcStatus::kLocProtErr;
@@ -90,6 +95,30 @@ struct SimProfile {
   // errno of ibv_create_ah naming an sgid_index with no GID (rxe: ENODATA
   // from the kernel's GID cache, its table having 1024 mostly empty slots).
   int unused_sgid_errno = EINVAL;
+  // A SEND_WITH_INV whose rkey cannot be invalidated: the receive completes
+  // REM_INV_REQ_ERR and the responder QP goes to ERR; the sender is NAKed
+  // (remote access error), or, on rxe 6.1, acknowledged: the message was
+  // taken before the invalidation failed (rdma-unit-test
+  // NoNakOnSendInvalidateErrors), so its WR completes SUCCESS.
+  bool naks_failed_send_invalidate = true;
+  // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
+  // answered it in the guest (tools/guest/known_differences.md):
+  // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c
+  // siw_reg_user_mr: one key names the MR both ways);
+  bool one_key_for_both = false;
+  // ... and an MR without REMOTE_* access has rkey 0 (rxe_mr.c);
+  bool rkey_needs_remote_access = false;
+  // access bits accepted and without effect (ib_core: HUGETLB; rdma-core's
+  // ibv_reg_mr drops the optional range 20..29 a device does not support);
+  uint32_t ignored_access_bits = 0;
+  // ZERO_BASED through ibv_reg_mr: refused (EINVAL; it needs an iova) or
+  // accepted and ignored (the kernel drivers pass the address as the iova);
+  bool accepts_zero_based = false;
+  // errno of ON_DEMAND on a device without on-demand paging (ib_core's
+  // ib_check_mr_access: EINVAL; the sim's own: EOPNOTSUPP);
+  int on_demand_errno = EOPNOTSUPP;
+  // a zero-length MR can be registered (ib_umem_get refuses size 0: EINVAL).
+  bool zero_length_mr = true;
   // Modify-QP attributes whose value is not range-checked (rxe_qp.c
   // rxe_qp_chk_attr checks port, caps, AV, path MTU, max_rd_atomic and
   // timeout only): the value is taken as given.

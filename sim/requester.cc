@@ -33,9 +33,13 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
     case WrOpcode::kRdmaWrite:
     case WrOpcode::kRdmaWriteWithImm:
       if (w.is_inline) return true;  // copied at post; lkey not checked
-      if (CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length, 0) !=
-          AccessResult::kOk) {
-        w.status = qp.node->fabric->profile().bad_lkey_status;
+      if (const AccessResult r =
+              CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length, 0);
+          r != AccessResult::kOk) {
+        const SimProfile& profile = qp.node->fabric->profile();
+        w.status = r == AccessResult::kBadKey || r == AccessResult::kPdMismatch
+                       ? profile.gather_key_lookup_status
+                       : profile.bad_lkey_status;
         return false;
       }
       w.data = GatherFrom(w.sges);

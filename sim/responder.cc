@@ -104,10 +104,17 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
     if (HasInvalidate(p.opcode) && !InvalidateRemote(qp, p.imm)) {
       // IBA 10.6.5.2: the rkey must name a type 2 window of this QP's PD
       // (regions from ibv_reg_mr cannot be invalidated). The receive
-      // completes in error and the sender gets a remote access error.
+      // completes in error and the sender gets a remote access error, or
+      // where the profile says so an ACK (the responder alone fails).
       CompleteRecv(qp, qp.cur_recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
                    0, p);
-      FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
+      if (profile.naks_failed_send_invalidate) {
+        FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
+      } else {
+        ++qp.msn;
+        SendAckNow(qp, p.psn);
+        EnterError(qp);
+      }
       return;
     }
     ++qp.msn;

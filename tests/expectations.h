@@ -37,13 +37,19 @@ struct Expectations {
 
   // --- Memory registration --------------------------------------------------
   // Every MR has an lkey different from its rkey (the sim keys them
-  // separately; rxe and mlx5 use one key for both).
+  // separately); kNo: one key names an MR both ways (rxe, siw, mlx5).
   Known lkey_differs_from_rkey = Known::kYes;
+  // An MR without REMOTE_* access gets rkey 0 (rxe_mr.c).
+  bool rkey_needs_remote_access = false;
   // A zero-length MR can be registered (rdma-unit-test SupportsZeroLengthMr).
   Known zero_length_mr = Known::kYes;
   // Access bits RegMr() must reject as unknown (EINVAL). Real devices accept
   // some vendor bits (HUGETLB, FLUSH_*, the optional range 20..29).
   uint32_t rejected_access_bits = ~kAccessAllKnown;
+  // Bits outside the known flags that RegMr() accepts without effect
+  // (HUGETLB; the optional range, which libibverbs drops). A bit in neither
+  // set is not tried.
+  uint32_t ignored_access_bits = 0;
   // Extra access bits (beyond LOCAL_WRITE and the three REMOTE_*): those a
   // registration with LOCAL_WRITE must accept, and those it must refuse
   // (EINVAL or EOPNOTSUPP). A bit in neither set is not tried. The sim has
