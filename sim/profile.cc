@@ -94,6 +94,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.unused_sgid_errno = ENODATA;
     p.gather_key_lookup_status = WcStatus::kLocQpOpErr;
     p.naks_failed_send_invalidate = false;
+    p.ipv4_ttl = 64;
     p.one_key_for_both = true;
     p.rkey_needs_remote_access = true;
     p.ignored_access_bits = kAccessHugeTlb | kAccessOptionalRange;

@@ -101,6 +101,9 @@ struct SimProfile {
   // taken before the invalidation failed (rdma-unit-test
   // NoNakOnSendInvalidateErrors), so its WR completes SUCCESS.
   bool naks_failed_send_invalidate = true;
+  // The IPv4 TTL of a RoCEv2 packet: -1 for the AH's hop limit; rxe 6.1
+  // takes the route's (rxe_net.c prepare4: ip4_dst_hoplimit, 64 by default).
+  int ipv4_ttl = -1;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
   // answered it in the guest (tools/guest/known_differences.md):
   // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c

@@ -70,7 +70,8 @@ WcStatus UdSend(QpCore& qp, SendWqe& w) {
                ? qp.attr.qkey
                : w.remote_qkey;
   p.traffic_class = w.ah->attr.traffic_class;
-  p.hop_limit = w.ah->attr.hop_limit;
+  p.hop_limit = profile.ipv4_ttl >= 0 ? static_cast<uint8_t>(profile.ipv4_ttl)
+                                       : w.ah->attr.hop_limit;
   p.payload = std::move(w.data);
   p.src_node = qp.node->index;
   p.src_qpn = qp.qpn;

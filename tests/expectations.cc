@@ -61,6 +61,8 @@ Expectations Rxe() {
   // The receiver completes REM_INV_REQ_ERR and the sender is not NAKed
   // (rdma-unit-test NoNakOnSendInvalidateErrors; seen on 6.1).
   e.send_inv_bad_rkey_sender = {WcStatus::kSuccess};
+  // rxe_net.c prepare4: the route's TTL, not the AH's hop limit.
+  e.ipv4_ttl = 64;
   e.send_inv_bad_rkey_receiver = {WcStatus::kRemInvReqErr};
   // rxe_req.c: a UD message over the MTU is not sent; the WR succeeds.
   e.ud_oversize = {WcStatus::kSuccess};

@@ -112,6 +112,9 @@ struct Expectations {
   StatusSet ud_recv_too_small_receiver = {};
   // A UC receive too small for the message: the receiver's status.
   StatusSet uc_recv_too_small_receiver = {WcStatus::kLocLenErr};
+  // The IPv4 TTL a RoCEv2 datagram arrives with: -1 for the AH's hop limit
+  // (rxe: the route's, 64).
+  int ipv4_ttl = -1;
   // A remote Q_Key with the high bit set means the sending QP's Q_Key.
   bool honours_controlled_qkey = true;
   // An SRQ QP entering ERR raises IBV_EVENT_QP_LAST_WQE_REACHED.

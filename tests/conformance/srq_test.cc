@@ -413,7 +413,8 @@ TEST_P(SrqTest, UdQpReceivesFromTheSrq) {
                        CreateQpOn(*p_, QpType::kUd));
   ASSERT_OK(BringUdQpToRts(ud.get()));
   ASSERT_OK(BringUdQpToRts(sender.get()));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Ah> ah, CreateAhTo(p_->pd.get(), s_->gid));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Ah> ah, CreateAhTo(p_->pd.get(), s_->gid,
+                                                         p_->gid_index));
   sbuf_.FillPattern(4, 0, 24);
   ASSERT_OK(PostSrq(8, 40 + 24));
   Sge sge = SgeOf(*mrs_, 0, 24);

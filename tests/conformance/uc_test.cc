@@ -478,6 +478,8 @@ class UcInitFixture : public Base {
   // INIT->RTR with UC's required attributes only (a loopback connection).
   QpStep UcRtrStep() const {
     QpStep s = InitToRtrStep(qp_->qp_num(), side_->gid);
+    // RoCE: the source GID of the same type as the IPv4-mapped dgid.
+    s.attr.ah_attr.sgid_index = side_->gid_index;
     s.mask &= ~(kQpMaxDestRdAtomic | kQpMinRnrTimer);
     return s;
   }
