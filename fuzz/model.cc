@@ -69,6 +69,9 @@ ProfileRules RulesFor(const std::string& profile) {
     r.cq_overflow_errors_qps = false;
     // Registration as the guest's rxe0 answered it.
     r.naks_failed_send_invalidate = false;
+    r.inline_checks_opcode = false;
+    r.atomic_checked_at_post_as_rxe = true;
+    r.checks_response_sges_on_arrival = true;
     r.one_key_for_both = true;
     r.rkey_needs_remote_access = true;
     r.ignored_access_bits = (1u << 7) | 0x3ff00000u;
@@ -516,7 +519,8 @@ constexpr uint32_t kKnownSendFlags =
 
 }  // namespace
 
-int SendWrErrno(const SendWr& wr, const QpCaps& caps) {
+int SendWrErrno(const SendWr& wr, const QpCaps& caps,
+                const ProfileRules& rules) {
   const int op = static_cast<int>(wr.opcode);
   if (op < static_cast<int>(WrOpcode::kRdmaWrite) ||
       op > static_cast<int>(WrOpcode::kSendWithInv)) {
@@ -539,14 +543,20 @@ int SendWrErrno(const SendWr& wr, const QpCaps& caps) {
         wr.opcode == WrOpcode::kSendWithInv ||
         wr.opcode == WrOpcode::kRdmaWrite ||
         wr.opcode == WrOpcode::kRdmaWriteWithImm;
-    if (!inline_ok || total > caps.max_inline_data) return EINVAL;
+    if ((!inline_ok && rules.inline_checks_opcode) ||
+        total > caps.max_inline_data) {
+      return EINVAL;
+    }
     for (const Sge& s : wr.sg_list) {
       if (s.length > 0 && s.addr == 0) return EINVAL;
     }
   }
-  // An atomic returns the original 8 bytes into exactly one 8-byte SGE.
-  if (IsAtomicOp(wr.opcode) &&
-      (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8)) {
+  if (IsAtomicOp(wr.opcode) && rules.atomic_checked_at_post_as_rxe) {
+    // 8 bytes or more in any SGEs, and an 8-byte aligned target.
+    if (total < 8 || (wr.atomic.remote_addr & 7) != 0) return EINVAL;
+  } else if (IsAtomicOp(wr.opcode) &&
+             (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8)) {
+    // An atomic returns the original 8 bytes into exactly one 8-byte SGE.
     return EINVAL;
   }
   return 0;

@@ -100,6 +100,15 @@ struct ProfileRules {
   // (REM_ACCESS_ERR), or on rxe acknowledged (SUCCESS) while the responder
   // alone goes to ERR.
   bool naks_failed_send_invalidate = true;
+  // ibv_post_send's checks in rdma-core's provider library: the spec's
+  // (inline only with sends and writes; an atomic needs exactly one 8-byte
+  // SGE, alignment is the responder's), or rxe.c validate_send_wr's (inline
+  // length only; an atomic needs 8 bytes or more and an aligned target).
+  bool inline_checks_opcode = true;
+  bool atomic_checked_at_post_as_rxe = false;
+  // A READ's or atomic's local SGEs are checked when the response arrives
+  // (rxe_comp.c): an atomic with a bad lkey is executed remotely first.
+  bool checks_response_sges_on_arrival = false;
   bool one_key_for_both = false;
   bool rkey_needs_remote_access = false;
   uint32_t ignored_access_bits = 0;
@@ -292,7 +301,8 @@ struct QpCaps {
 
 // The per-WR checks of ibv_post_send that do not depend on the queue's
 // occupancy: 0 or EINVAL.
-int SendWrErrno(const SendWr& wr, const QpCaps& caps);
+int SendWrErrno(const SendWr& wr, const QpCaps& caps,
+                const ProfileRules& rules = ProfileRules());
 // Whether post_send is refused in this state (RESET, INIT, RTR: EINVAL).
 bool SendQueueClosed(QpState state);
 // Whether post_recv is refused in this state (RESET: EINVAL).

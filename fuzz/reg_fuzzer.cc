@@ -496,7 +496,14 @@ class RegHarness {
     FUZZ_NOTE(absl::StrCat("probe remote ", WrOpcodeName(wr.opcode), " 0x",
                       absl::Hex(addr), " len ", len, " rkey 0x",
                       absl::Hex(key), ": model ", out.requester.ToString()));
-    ExpectErrno(pair_->server().qp()->PostSend(wr), 0, "PostSend (probe)");
+    // rxe refuses a misaligned atomic at post (validate_send_wr).
+    const int post_errno =
+        atomic && rules_.atomic_checked_at_post_as_rxe && (addr & 7) != 0
+            ? EINVAL
+            : 0;
+    ExpectErrno(pair_->server().qp()->PostSend(wr), post_errno,
+                "PostSend (probe)");
+    if (post_errno != 0) return;
     if (out.executes && len > 0) {
       uint8_t* a = arena_->shadow().data() + arena_->Offset(addr);
       uint8_t* p = peer_->shadow().data() + local_off;

@@ -168,6 +168,23 @@ void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
   CompleterRun(qp);
 }
 
+// Profiles that check a READ's or an atomic's local SGEs when the response
+// arrives (rxe_comp.c: copy_data into the WQE's SGE list): false, with the
+// WQE failed, when they do not take it. An inline READ has no SGE list.
+bool ResponseSgesOk(QpCore& qp, SendWqe& w) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  if (!profile.checks_response_sges_on_arrival) return true;
+  const uint64_t length =
+      IsAtomicWr(w.opcode) ? 8 : static_cast<uint64_t>(w.length);
+  if (!w.is_inline &&
+      CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, 0, length,
+                    kAccessLocalWrite) == AccessResult::kOk) {
+    return true;
+  }
+  Fail(qp, w, profile.bad_lkey_status);
+  return false;
+}
+
 void OnReadResponse(QpCore& qp, const Packet& p) {
   // A response implicitly acknowledges every earlier request (IBA 9.7.5.1.3).
   if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
@@ -185,6 +202,7 @@ void OnReadResponse(QpCore& qp, const Packet& p) {
     CheckImpliedNak(qp, p.psn);
     return;
   }
+  if (w->responses_got == 0 && !ResponseSgesOk(qp, *w)) return;
   const uint64_t offset =
       static_cast<uint64_t>(w->responses_got) * PathMtuBytes(qp);
   ScatterTo(w->sges, offset, p.payload.data(), p.payload.size());
@@ -202,6 +220,7 @@ void OnAtomicAck(QpCore& qp, const Packet& p) {
     CheckImpliedNak(qp, p.psn);
     return;
   }
+  if (!ResponseSgesOk(qp, *w)) return;
   uint8_t bytes[8];
   std::memcpy(bytes, &p.atomic_orig, 8);
   ScatterTo(w->sges, 0, bytes, 8);

@@ -104,6 +104,22 @@ struct SimProfile {
   // The IPv4 TTL of a RoCEv2 packet: -1 for the AH's hop limit; rxe 6.1
   // takes the route's (rxe_net.c prepare4: ip4_dst_hoplimit, 64 by default).
   int ipv4_ttl = -1;
+  // --- Post-time checks of ibv_post_send (rdma-core's provider library
+  // checks before the kernel sees the WR; rxe.c validate_send_wr on rxe):
+  // IBV_SEND_INLINE only with sends and writes (rxe checks the length only,
+  // so an inline READ is posted, and fails as its response has no SGE to
+  // land in: rxe_comp.c, LOC_PROT_ERR);
+  bool inline_checks_opcode = true;
+  // an atomic needs exactly one 8-byte SGE, and a misaligned target is the
+  // responder's to refuse (REM_INV_REQ_ERR); rxe instead refuses at post
+  // fewer than 8 bytes or a target not 8-byte aligned, and takes any SGE
+  // list of 8 bytes or more (the original value lands in its first 8).
+  bool atomic_checked_at_post_as_rxe = false;
+  // The local SGEs of a READ or an atomic are checked when the WR starts
+  // (nothing is sent when they fail), or when the response arrives (rxe:
+  // rxe_comp.c copy_data), so an atomic with a bad lkey is executed by the
+  // responder before the requester fails it.
+  bool checks_response_sges_on_arrival = false;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
   // answered it in the guest (tools/guest/known_differences.md):
   // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c

@@ -344,9 +344,11 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
     return Errno(EINVAL, "wr_id %u: message of %u bytes exceeds 2 GiB",
                  wr.wr_id, length);
   }
+  const SimProfile& profile = qp.node->fabric->profile();
   if (wr.send_flags & kSendInline) {
     // Inline: only for sends and RDMA writes, bounded by max_inline_data.
-    if (wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm &&
+    if (profile.inline_checks_opcode && wr.opcode != WrOpcode::kSend &&
+        wr.opcode != WrOpcode::kSendWithImm &&
         wr.opcode != WrOpcode::kSendWithInv &&
         wr.opcode != WrOpcode::kRdmaWrite &&
         wr.opcode != WrOpcode::kRdmaWriteWithImm) {
@@ -365,7 +367,17 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
       }
     }
   }
-  if (IsAtomicWr(wr.opcode)) {
+  if (IsAtomicWr(wr.opcode) && profile.atomic_checked_at_post_as_rxe) {
+    // rdma-core providers/rxe/rxe.c validate_send_wr.
+    if (length < 8) {
+      return Errno(EINVAL, "wr_id %u: an atomic needs 8 bytes of SGE, not %u",
+                   wr.wr_id, length);
+    }
+    if (wr.atomic.remote_addr & 7) {
+      return Errno(EINVAL, "wr_id %u: atomic target 0x%x is not 8-byte aligned",
+                   wr.wr_id, wr.atomic.remote_addr);
+    }
+  } else if (IsAtomicWr(wr.opcode)) {
     if (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8) {
       return Errno(EINVAL,
                    "wr_id %u: an atomic needs exactly one 8-byte SGE",

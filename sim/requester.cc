@@ -47,6 +47,10 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
     case WrOpcode::kRdmaRead:
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd:
+      // Checked when the response arrives instead (completer.cc).
+      if (qp.node->fabric->profile().checks_response_sges_on_arrival) {
+        return true;
+      }
       // The response is written into local memory: LOCAL_WRITE needed.
       if (CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length,
                         kAccessLocalWrite) != AccessResult::kOk) {

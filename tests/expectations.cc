@@ -61,6 +61,11 @@ Expectations Rxe() {
   // The receiver completes REM_INV_REQ_ERR and the sender is not NAKed
   // (rdma-unit-test NoNakOnSendInvalidateErrors; seen on 6.1).
   e.send_inv_bad_rkey_sender = {WcStatus::kSuccess};
+  // rdma-core providers/rxe/rxe.c validate_send_wr; rxe_comp.c.
+  e.misaligned_atomic_refused_at_post = true;
+  e.atomic_takes_any_sge_list_of_8_bytes = true;
+  e.atomic_executes_before_local_check = true;
+  e.inline_read = {WcStatus::kLocProtErr};
   // rxe_net.c prepare4: the route's TTL, not the AH's hop limit.
   e.ipv4_ttl = 64;
   e.send_inv_bad_rkey_receiver = {WcStatus::kRemInvReqErr};

@@ -79,6 +79,16 @@ struct Expectations {
   StatusSet retry_exceeded = {WcStatus::kRetryExcErr};
   // Atomic target not 8-byte aligned.
   StatusSet misaligned_atomic = {WcStatus::kRemInvReqErr};
+  // ... or refused at post (EINVAL, nothing sent: rdma-core's rxe.c
+  // validate_send_wr, which also takes any SGE list of 8 bytes or more).
+  bool misaligned_atomic_refused_at_post = false;
+  bool atomic_takes_any_sge_list_of_8_bytes = false;
+  // An atomic whose local SGE fails its check is executed by the responder
+  // first (rxe checks the SGE when the response arrives).
+  bool atomic_executes_before_local_check = false;
+  // An IBV_SEND_INLINE RDMA READ: refused at post (empty), or posted and
+  // completed with this status (rxe: LOC_PROT_ERR).
+  StatusSet inline_read = {};
   // Remote QP lacks the REMOTE_* access flag of the opcode: "error (remote)"
   // on hardware, REM_INV_REQ_ERR on rxe.
   StatusSet remote_qp_access = {WcStatus::kRemInvReqErr,
