@@ -97,6 +97,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.inline_checks_opcode = false;
     p.atomic_checked_at_post_as_rxe = true;
     p.checks_response_sges_on_arrival = true;
+    p.gathers_per_packet = true;
     p.ipv4_ttl = 64;
     p.one_key_for_both = true;
     p.rkey_needs_remote_access = true;

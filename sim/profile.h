@@ -120,6 +120,10 @@ struct SimProfile {
   // rxe_comp.c copy_data), so an atomic with a bad lkey is executed by the
   // responder before the requester fails it.
   bool checks_response_sges_on_arrival = false;
+  // A send's or write's local SGEs are checked as a whole before anything
+  // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
+  // the packets before the one that fails go out, then the WR fails).
+  bool gathers_per_packet = false;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
   // answered it in the guest (tools/guest/known_differences.md):
   // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c

@@ -40,6 +40,18 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
         w.status = r == AccessResult::kBadKey || r == AccessResult::kPdMismatch
                        ? profile.gather_key_lookup_status
                        : profile.bad_lkey_status;
+        if (profile.gathers_per_packet && qp.type == QpType::kRc) {
+          // The whole packets before the first that fails are sent.
+          const uint64_t mtu = PathMtuBytes(qp);
+          uint32_t good = 0;
+          while ((good + 1) * mtu <= w.length &&
+                 CheckSgeRange(keys, qp.pd.get(), w.sges, good * mtu, mtu,
+                               0) == AccessResult::kOk) {
+            ++good;
+          }
+          w.good_packets = good;
+          w.data = GatherPrefix(w.sges, good * mtu);
+        }
         return false;
       }
       w.data = GatherFrom(w.sges);
@@ -84,8 +96,9 @@ RcOp WriteOpcode(const SendWqe& w, uint32_t index, uint32_t count) {
   return imm ? RcOp::kWriteLastImm : RcOp::kWriteLast;
 }
 
-// Sends the packets of `w` from PSN `from` on.
-void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from) {
+// Sends the packets of `w` from PSN `from` on (those before `limit`).
+void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
+                 uint32_t limit = UINT32_MAX) {
   const uint32_t mtu = PathMtuBytes(qp);
   const uint32_t skip = static_cast<uint32_t>(PsnDiff(from, w.first_psn));
   switch (w.opcode) {
@@ -123,7 +136,7 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from) {
   }
   const bool is_write = w.opcode == WrOpcode::kRdmaWrite ||
                         w.opcode == WrOpcode::kRdmaWriteWithImm;
-  for (uint32_t i = skip; i < w.num_psn; ++i) {
+  for (uint32_t i = skip; i < std::min(w.num_psn, limit); ++i) {
     Packet p;
     p.opcode = is_write ? WriteOpcode(w, i, w.num_psn)
                         : SendOpcode(w, i, w.num_psn);
@@ -182,6 +195,13 @@ void RequesterRun(QpCore& qp) {
         return;
       }
       if (!PrepareWqe(qp, w)) {
+        if (w.good_packets > 0) {
+          // Gathered per packet: what passed goes out before the WR fails.
+          w.first_psn = qp.req_psn;
+          w.num_psn = NumPsn(qp, w);
+          SendPackets(qp, w, w.first_psn, w.good_packets);
+          qp.req_psn = PsnAdd(w.first_psn, w.good_packets);
+        }
         w.phase = SendWqe::Phase::kDone;
         qp.req_halted = true;
         ++qp.req_next;

@@ -60,6 +60,18 @@ std::vector<uint8_t> GatherFrom(const std::vector<Sge>& sges) {
   return out;
 }
 
+std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len) {
+  std::vector<uint8_t> out;
+  out.reserve(len);
+  for (const Sge& s : sges) {
+    if (out.size() >= len) break;
+    const uint64_t n = std::min<uint64_t>(s.length, len - out.size());
+    const auto* p = reinterpret_cast<const uint8_t*>(s.addr);
+    if (n > 0) out.insert(out.end(), p, p + n);
+  }
+  return out;
+}
+
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,
                            const std::vector<Sge>& sges, uint64_t offset,
                            uint64_t len, uint32_t required) {

@@ -17,6 +17,8 @@ void ScatterTo(const std::vector<Sge>& sges, uint64_t offset,
                const uint8_t* data, uint64_t len);
 // Copies the whole message out of the SGEs.
 std::vector<uint8_t> GatherFrom(const std::vector<Sge>& sges);
+// Copies the first `len` bytes of the message out of the SGEs.
+std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len);
 // The local access check over the part [offset, offset + len) of the message
 // that falls into each SGE. kOk when every touched SGE passes.
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,

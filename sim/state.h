@@ -115,6 +115,9 @@ struct SendWqe {
   uint64_t length = 0;
   bool is_inline = false;
   std::vector<uint8_t> data;  // inline bytes, or gathered when first sent
+  // Profiles that gather per packet (rxe): how many packets of a send or
+  // write passed their local check before one failed (they still go out).
+  uint32_t good_packets = 0;
   uint32_t imm = 0;
   uint32_t invalidate_rkey = 0;
   uint64_t remote_addr = 0;

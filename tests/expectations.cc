@@ -66,6 +66,7 @@ Expectations Rxe() {
   e.atomic_takes_any_sge_list_of_8_bytes = true;
   e.atomic_executes_before_local_check = true;
   e.inline_read = {WcStatus::kLocProtErr};
+  e.local_error_sends_earlier_packets = true;
   // rxe_net.c prepare4: the route's TTL, not the AH's hop limit.
   e.ipv4_ttl = 64;
   e.send_inv_bad_rkey_receiver = {WcStatus::kRemInvReqErr};

@@ -86,6 +86,10 @@ struct Expectations {
   // An atomic whose local SGE fails its check is executed by the responder
   // first (rxe checks the SGE when the response arrives).
   bool atomic_executes_before_local_check = false;
+  // A multi-packet send or write whose local SGE leaves its MR: nothing is
+  // sent, or (rxe_req.c checks per packet) the packets before the one that
+  // crosses the end are.
+  bool local_error_sends_earlier_packets = false;
   // An IBV_SEND_INLINE RDMA READ: refused at post (empty), or posted and
   // completed with this status (rxe: LOC_PROT_ERR).
   StatusSet inline_read = {};
