@@ -89,6 +89,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.reports_with_inv = false;
     p.checks_ud_remote_qpn = false;
     p.mcast_reaches_local_members = false;
+    p.delivers_multicast = false;
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
     p.unused_sgid_errno = ENODATA;

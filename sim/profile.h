@@ -88,6 +88,11 @@ struct SimProfile {
   bool checks_ud_remote_qpn = true;
   // a multicast datagram reaches group members on the sending device;
   bool mcast_reaches_local_members = true;
+  // a multicast datagram reaches the group's members at all (rxe 6.1:
+  // rxe_mcast.c joins the group at the link layer only, and the IP stack
+  // drops a UDP datagram to a group the host has not joined at IP level,
+  // so no member receives it);
+  bool delivers_multicast = true;
   // a CQ overrun moves the QPs completing there to ERR (rxe leaves them);
   bool cq_overflow_errors_qps = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).

@@ -91,6 +91,11 @@ WcStatus UdSend(QpCore& qp, SendWqe& w) {
   }
   // A multicast group: one copy to every attached QP but the sender's own
   // (IBA 10.5.2.5: the QPN is 0xFFFFFF).
+  if (!profile.delivers_multicast) {
+    // Sent, and received by nobody (SimProfile::delivers_multicast).
+    ++qp.packets_sent;
+    return WcStatus::kSuccess;
+  }
   for (const auto& [node, qpn] : fabric->McastMembers(w.ah->attr.dgid)) {
     if (node == qp.node->index &&
         (qpn == qp.qpn || !profile.mcast_reaches_local_members)) {

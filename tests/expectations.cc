@@ -87,6 +87,7 @@ Expectations Rxe() {
   e.reports_with_inv = false;
   e.checks_ud_remote_qpn = false;
   e.mcast_reaches_local_members = false;
+  e.delivers_multicast = false;
   e.cq_overflow_errors_qps = false;
   e.flushes_recv_posted_in_err = false;
   e.unused_sgid_errno = ENODATA;

@@ -159,6 +159,8 @@ struct Expectations {
   bool checks_ud_remote_qpn = true;
   // multicast reaches group members on the sending device;
   bool mcast_reaches_local_members = true;
+  // multicast reaches any member (rxe 6.1 without an IP-level join: no);
+  bool delivers_multicast = true;
   // a CQ overrun moves its QPs to ERR;
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
