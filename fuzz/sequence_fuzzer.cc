@@ -479,7 +479,11 @@ class SequenceHarness {
       access |= kAccessLocalWrite;
     }
     if (mrs_.size() >= kMaxMrs) return;
-    int expected = pds_[pd].destroyed ? EINVAL : 0;
+    // A destroyed PD, then an empty region where the profile registers none
+    // (rxe); both are refused before an injected failure can fire.
+    int expected = pds_[pd].destroyed                       ? EINVAL
+                   : len == 0 && !rules_.zero_length_mr ? EINVAL
+                                                            : 0;
     if (expected == 0) {
       ++registrations_;
       if (registrations_ == regfail_nth_) expected = ENOMEM;
