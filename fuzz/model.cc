@@ -63,14 +63,18 @@ ProfileRules RulesFor(const std::string& profile) {
     r.recv_too_small_sender = {WcStatus::kRemOpErr};
     r.window_bounds_checked = false;
     r.bind_checks_rkey_index = false;
-    r.refuses_type1_bind_wr = false;
     r.reports_with_inv = false;
     r.flushes_recv_posted_in_err = false;
     r.cq_overflow_errors_qps = false;
     // Registration as the guest's rxe0 answered it.
     r.naks_failed_send_invalidate = false;
-    r.inline_checks_opcode = false;
-    r.atomic_checked_at_post_as_rxe = true;
+    // rdma-core 44 providers/rxe/rxe.c validate_send_wr: inline length
+    // only; an atomic needs 8 bytes or more and an aligned target; type 1
+    // BIND_MW work requests pass.
+    r.post_send.inline_needs_send_or_write = false;
+    r.post_send.atomic_needs_one_8_byte_sge = false;
+    r.post_send.atomic_target_aligned_at_post = true;
+    r.post_send.type1_bind_wr_refused = false;
     r.checks_response_sges_on_arrival = true;
     r.one_key_for_both = true;
     r.rkey_needs_remote_access = true;
@@ -412,7 +416,7 @@ BindOutcome KeyModel::PredictBind(const BindCall& c,
   } else {
     // IBA 10.6.7.2: type 1 windows are bound by the verb only (rxe 6.1
     // accepts the work request: its ibv_bind_mw posts one).
-    if ((mw.type != MwType::kType2 && rules.refuses_type1_bind_wr) ||
+    if ((mw.type != MwType::kType2 && rules.post_send.type1_bind_wr_refused) ||
         (mr == nullptr && c.length > 0)) {
       out.post_errno = EINVAL;
       return out;
@@ -520,7 +524,7 @@ constexpr uint32_t kKnownSendFlags =
 }  // namespace
 
 int SendWrErrno(const SendWr& wr, const QpCaps& caps,
-                const ProfileRules& rules) {
+                const PostSendRules& rules) {
   const int op = static_cast<int>(wr.opcode);
   if (op < static_cast<int>(WrOpcode::kRdmaWrite) ||
       op > static_cast<int>(WrOpcode::kSendWithInv)) {
@@ -543,7 +547,7 @@ int SendWrErrno(const SendWr& wr, const QpCaps& caps,
         wr.opcode == WrOpcode::kSendWithInv ||
         wr.opcode == WrOpcode::kRdmaWrite ||
         wr.opcode == WrOpcode::kRdmaWriteWithImm;
-    if ((!inline_ok && rules.inline_checks_opcode) ||
+    if ((!inline_ok && rules.inline_needs_send_or_write) ||
         total > caps.max_inline_data) {
       return EINVAL;
     }
@@ -551,13 +555,18 @@ int SendWrErrno(const SendWr& wr, const QpCaps& caps,
       if (s.length > 0 && s.addr == 0) return EINVAL;
     }
   }
-  if (IsAtomicOp(wr.opcode) && rules.atomic_checked_at_post_as_rxe) {
-    // 8 bytes or more in any SGEs, and an 8-byte aligned target.
-    if (total < 8 || (wr.atomic.remote_addr & 7) != 0) return EINVAL;
-  } else if (IsAtomicOp(wr.opcode) &&
-             (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8)) {
-    // An atomic returns the original 8 bytes into exactly one 8-byte SGE.
-    return EINVAL;
+  if (IsAtomicOp(wr.opcode)) {
+    // An atomic returns the original 8 bytes: into exactly one 8-byte SGE,
+    // or (rxe) into the first 8 of any list holding 8 or more.
+    const bool sges_ok = rules.atomic_needs_one_8_byte_sge
+                             ? wr.sg_list.size() == 1 &&
+                                   wr.sg_list[0].length == 8
+                             : total >= 8;
+    if (!sges_ok) return EINVAL;
+    if (rules.atomic_target_aligned_at_post &&
+        (wr.atomic.remote_addr & 7) != 0) {
+      return EINVAL;
+    }
   }
   return 0;
 }

@@ -48,6 +48,28 @@ class StatusSet {
   bool any_error_ = false;
 };
 
+// The per-WR checks ibv_post_send makes before anything is sent, as each
+// provider library makes them: one field per rule, true where the spec's
+// rule (semantics.md section 5) applies. The model's own statement of these
+// rules, written from rdma-core's sources and the IBTA rules (the sim keeps
+// its copy in sim/profile.h PostSendChecks; the two are compared only by
+// running both). A new provider's rule is a new field, its default the
+// spec's.
+struct PostSendRules {
+  // IBV_SEND_INLINE with anything but a send or an RDMA write is EINVAL
+  // (rxe.c validate_send_wr checks only the inline length).
+  bool inline_needs_send_or_write = true;
+  // An atomic needs exactly one 8-byte SGE; otherwise 8 bytes or more in
+  // any SGE list (rxe.c validate_send_wr: length < 8 is EINVAL).
+  bool atomic_needs_one_8_byte_sge = true;
+  // A target not 8-byte aligned is EINVAL at post (rxe.c validate_send_wr)
+  // instead of the responder's REM_INV_REQ_ERR.
+  bool atomic_target_aligned_at_post = false;
+  // A BIND_MW work request for a type 1 window is EINVAL (IBA 10.6.7.2;
+  // rxe 6.1 accepts it: its ibv_bind_mw posts one).
+  bool type1_bind_wr_refused = true;
+};
+
 // What differs between the implementations the sim's profiles stand for
 // (semantics.md sections 2 and 6), as this model reads the sources.
 struct ProfileRules {
@@ -83,12 +105,11 @@ struct ProfileRules {
   // known_differences.md): an access through a window is checked against
   // the region's bounds only; a type 2 bind takes only the key byte of the
   // new rkey (the index is not checked); a BIND_MW work request for a type
-  // 1 window is accepted; a SEND_WITH_INV receive does not report
+  // 1 window is accepted (post_send); a SEND_WITH_INV receive does not report
   // IBV_WC_WITH_INV; a receive posted in ERR is never flushed; a CQ overrun
   // leaves the QPs in RTS.
   bool window_bounds_checked = true;
   bool bind_checks_rkey_index = true;
-  bool refuses_type1_bind_wr = true;
   bool reports_with_inv = true;
   bool flushes_recv_posted_in_err = true;
   bool cq_overflow_errors_qps = true;
@@ -100,12 +121,8 @@ struct ProfileRules {
   // (REM_ACCESS_ERR), or on rxe acknowledged (SUCCESS) while the responder
   // alone goes to ERR.
   bool naks_failed_send_invalidate = true;
-  // ibv_post_send's checks in rdma-core's provider library: the spec's
-  // (inline only with sends and writes; an atomic needs exactly one 8-byte
-  // SGE, alignment is the responder's), or rxe.c validate_send_wr's (inline
-  // length only; an atomic needs 8 bytes or more and an aligned target).
-  bool inline_checks_opcode = true;
-  bool atomic_checked_at_post_as_rxe = false;
+  // ibv_post_send's checks in the provider library.
+  PostSendRules post_send;
   // A READ's or atomic's local SGEs are checked when the response arrives
   // (rxe_comp.c): an atomic with a bad lkey is executed remotely first.
   bool checks_response_sges_on_arrival = false;
@@ -302,7 +319,7 @@ struct QpCaps {
 // The per-WR checks of ibv_post_send that do not depend on the queue's
 // occupancy: 0 or EINVAL.
 int SendWrErrno(const SendWr& wr, const QpCaps& caps,
-                const ProfileRules& rules = ProfileRules());
+                const PostSendRules& rules = PostSendRules());
 // Whether post_send is refused in this state (RESET, INIT, RTR: EINVAL).
 bool SendQueueClosed(QpState state);
 // Whether post_recv is refused in this state (RESET: EINVAL).

@@ -103,6 +103,41 @@ TEST(ModelPost, SendWrRules) {
   EXPECT_FALSE(RecvQueueClosed(QpState::kInit));
 }
 
+// rdma-core's rxe.c validate_send_wr: an inline READ and a two-SGE atomic
+// pass, a misaligned or short atomic is EINVAL; the ibta rules differ on
+// each.
+TEST(ModelPost, SendWrRulesArePerProfile) {
+  const PostSendRules ibta = RulesFor("ibta").post_send;
+  const PostSendRules rxe = RulesFor("rxe").post_send;
+  QpCaps caps{16, 16, 2, 2, 64};
+  Sge sge{0x1000, 8, 1};
+  Sge two[2] = {sge, sge};
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaRead;
+  wr.send_flags = kSendInline;
+  wr.sg_list = {&sge, 1};
+  EXPECT_EQ(SendWrErrno(wr, caps, ibta), EINVAL);
+  EXPECT_EQ(SendWrErrno(wr, caps, rxe), 0);
+  wr.send_flags = 0;
+  wr.opcode = WrOpcode::kAtomicCmpAndSwp;
+  wr.sg_list = {two, 2};
+  EXPECT_EQ(SendWrErrno(wr, caps, ibta), EINVAL);
+  EXPECT_EQ(SendWrErrno(wr, caps, rxe), 0);
+  wr.sg_list = {&sge, 1};
+  wr.atomic.remote_addr = 0x2004;
+  EXPECT_EQ(SendWrErrno(wr, caps, ibta), 0);
+  EXPECT_EQ(SendWrErrno(wr, caps, rxe), EINVAL);
+  wr.atomic.remote_addr = 0x2000;
+  Sge four{0x1000, 4, 1};
+  Sge fours[2] = {four, four};
+  wr.sg_list = {&four, 1};
+  EXPECT_EQ(SendWrErrno(wr, caps, rxe), EINVAL);
+  wr.sg_list = {fours, 2};
+  EXPECT_EQ(SendWrErrno(wr, caps, rxe), 0);
+  EXPECT_FALSE(rxe.type1_bind_wr_refused);
+  EXPECT_TRUE(ibta.type1_bind_wr_refused);
+}
+
 TEST(ModelModify, Transitions) {
   using S = QpState;
   EXPECT_EQ(ModifyErrno(S::kReset, S::kInit, InitMask()), 0);

@@ -498,7 +498,8 @@ class RegHarness {
                       absl::Hex(key), ": model ", out.requester.ToString()));
     // rxe refuses a misaligned atomic at post (validate_send_wr).
     const int post_errno =
-        atomic && rules_.atomic_checked_at_post_as_rxe && (addr & 7) != 0
+        atomic && rules_.post_send.atomic_target_aligned_at_post &&
+                (addr & 7) != 0
             ? EINVAL
             : 0;
     ExpectErrno(pair_->server().qp()->PostSend(wr), post_errno,

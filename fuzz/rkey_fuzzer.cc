@@ -628,7 +628,7 @@ class RkeyHarness {
     size_t bad = n;
     int post_errno = 0;
     for (size_t i = 0; i < n; ++i) {
-      post_errno = SendWrErrno(wrs[i].wr, caps_, rules_);
+      post_errno = SendWrErrno(wrs[i].wr, caps_, rules_.post_send);
       if (post_errno != 0) {
         bad = i;
         break;

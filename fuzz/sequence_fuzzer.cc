@@ -689,7 +689,7 @@ class SequenceHarness {
     std::vector<bool> may_full(n);
     const size_t out = q.destroyed ? 0 : Outstanding(i, false);
     for (size_t k = 0; k < n; ++k) {
-      definite[k] = SendWrErrno(wrs[k], q.caps, rules_);
+      definite[k] = SendWrErrno(wrs[k], q.caps, rules_.post_send);
       may_full[k] = out + k >= q.caps.max_send_wr;
     }
     size_t bad_index = 0;

@@ -85,9 +85,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.raises_last_wqe_reached = false;
     p.mw_bounds_checked = false;
     p.bind_checks_rkey_index = false;
-    p.refuses_type1_bind_wr = false;
     p.reports_with_inv = false;
-    p.checks_ud_remote_qpn = false;
     p.mcast_reaches_local_members = false;
     p.delivers_multicast = false;
     p.cq_overflow_errors_qps = false;
@@ -95,8 +93,12 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.unused_sgid_errno = ENODATA;
     p.gather_key_lookup_status = WcStatus::kLocQpOpErr;
     p.naks_failed_send_invalidate = false;
-    p.inline_checks_opcode = false;
-    p.atomic_checked_at_post_as_rxe = true;
+    // rdma-core 44 providers/rxe/rxe.c validate_send_wr / convert_send_wr.
+    p.post_send.inline_needs_send_or_write = false;
+    p.post_send.atomic_needs_one_8_byte_sge = false;
+    p.post_send.atomic_target_aligned_at_post = true;
+    p.post_send.ud_remote_qpn_checked = false;
+    p.post_send.type1_bind_wr_refused = false;
     p.checks_response_sges_on_arrival = true;
     p.gathers_per_packet = true;
     p.ipv4_ttl = 64;

@@ -15,6 +15,36 @@
 
 namespace verbsim::sim {
 
+// The checks ibv_post_send makes on each work request before anything is
+// sent. They belong to the provider library in rdma-core (user space), so
+// they differ by provider more than the wire does: each field is one rule,
+// true where the spec's rule (semantics.md section 5) applies, and a
+// profile sets the fields its library does otherwise. CheckSendWr
+// (sim/qp_verbs.cc) is the one routine that applies them; the fuzz model
+// keeps its own copy of these rules (fuzz/model.h PostSendRules). A new
+// provider's rule is a new field here, its default the spec's.
+struct PostSendChecks {
+  // IBV_SEND_INLINE only with sends and RDMA writes (rdma-core
+  // providers/rxe/rxe.c validate_send_wr checks the inline length only, so
+  // an inline READ is posted and fails as its response finds no SGE to
+  // land in: rxe_comp.c, LOC_PROT_ERR).
+  bool inline_needs_send_or_write = true;
+  // An atomic needs exactly one 8-byte SGE; otherwise (rxe.c
+  // validate_send_wr: `length < 8`) 8 bytes or more in any SGE list, the
+  // original value landing in the first 8.
+  bool atomic_needs_one_8_byte_sge = true;
+  // A misaligned atomic target is refused at post (EINVAL; rxe.c
+  // validate_send_wr: `remote_addr & 7`) rather than by the responder
+  // (REM_INV_REQ_ERR, IBA 9.4.5).
+  bool atomic_target_aligned_at_post = false;
+  // A UD post checks remote_qpn: 24 bits, and 0xFFFFFF exactly for a group
+  // (rxe.c convert_send_wr copies it unchecked).
+  bool ud_remote_qpn_checked = true;
+  // A BIND_MW work request for a type 1 window is refused (IBA 10.6.7.2;
+  // rxe accepts it: rdma-core's ibv_bind_mw for rxe posts one itself).
+  bool type1_bind_wr_refused = true;
+};
+
 struct SimProfile {
   std::string name;
   // What ibv_query_device reports; limits the sim enforces.
@@ -78,14 +108,9 @@ struct SimProfile {
   // a type 2 bind's new rkey must keep the window's index (rxe: only its key
   // byte is taken);
   bool bind_checks_rkey_index = true;
-  // a BIND_MW work request for a type 1 window is refused at post (rxe
-  // accepts it: ibv_bind_mw itself posts one);
-  bool refuses_type1_bind_wr = true;
   // a SEND_WITH_INV receive reports IBV_WC_WITH_INV and invalidated_rkey
   // (rxe 6.1 sets another bit);
   bool reports_with_inv = true;
-  // a UD post checks remote_qpn (24 bits; 0xFFFFFF exactly for a group);
-  bool checks_ud_remote_qpn = true;
   // a multicast datagram reaches group members on the sending device;
   bool mcast_reaches_local_members = true;
   // a multicast datagram reaches the group's members at all (rxe 6.1:
@@ -109,17 +134,8 @@ struct SimProfile {
   // The IPv4 TTL of a RoCEv2 packet: -1 for the AH's hop limit; rxe 6.1
   // takes the route's (rxe_net.c prepare4: ip4_dst_hoplimit, 64 by default).
   int ipv4_ttl = -1;
-  // --- Post-time checks of ibv_post_send (rdma-core's provider library
-  // checks before the kernel sees the WR; rxe.c validate_send_wr on rxe):
-  // IBV_SEND_INLINE only with sends and writes (rxe checks the length only,
-  // so an inline READ is posted, and fails as its response has no SGE to
-  // land in: rxe_comp.c, LOC_PROT_ERR);
-  bool inline_checks_opcode = true;
-  // an atomic needs exactly one 8-byte SGE, and a misaligned target is the
-  // responder's to refuse (REM_INV_REQ_ERR); rxe instead refuses at post
-  // fewer than 8 bytes or a target not 8-byte aligned, and takes any SGE
-  // list of 8 bytes or more (the original value lands in its first 8).
-  bool atomic_checked_at_post_as_rxe = false;
+  // Post-time checks of ibv_post_send (PostSendChecks above).
+  PostSendChecks post_send;
   // The local SGEs of a READ or an atomic are checked when the WR starts
   // (nothing is sent when they fail), or when the response arrives (rxe:
   // rxe_comp.c copy_data), so an atomic with a bad lkey is executed by the

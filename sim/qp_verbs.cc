@@ -282,7 +282,7 @@ absl::Status CheckBindWr(const QpCore& qp, const SendWr& wr,
   // IBA 10.6.7.2: type 1 windows are bound by the Bind Memory Window verb
   // (ibv_bind_mw), type 2 windows by the work request.
   if (r.mw->type == MwType::kType1 && !r.bind_verb &&
-      qp.node->fabric->profile().refuses_type1_bind_wr) {
+      qp.node->fabric->profile().post_send.type1_bind_wr_refused) {
     return Errno(EINVAL,
                  "wr_id %u: BIND_MW work request for a type 1 window "
                  "(use ibv_bind_mw)",
@@ -307,9 +307,11 @@ absl::Status CheckBindWr(const QpCore& qp, const SendWr& wr,
 }
 
 // Checks one send WR against the QP (ibv_post_send(3)); OK or EINVAL naming
-// what is wrong.
+// what is wrong. Where provider libraries differ, the profile's
+// PostSendChecks decide (sim/profile.h).
 absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
                          const ResolvedWr& r) {
+  const PostSendChecks& rules = qp.node->fabric->profile().post_send;
   const int op = static_cast<int>(wr.opcode);
   if (op < 0 || op > static_cast<int>(WrOpcode::kSendWithInv)) {
     return Errno(EINVAL, "wr_id %u: opcode %d is not a work request opcode",
@@ -344,10 +346,9 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
     return Errno(EINVAL, "wr_id %u: message of %u bytes exceeds 2 GiB",
                  wr.wr_id, length);
   }
-  const SimProfile& profile = qp.node->fabric->profile();
   if (wr.send_flags & kSendInline) {
     // Inline: only for sends and RDMA writes, bounded by max_inline_data.
-    if (profile.inline_checks_opcode && wr.opcode != WrOpcode::kSend &&
+    if (rules.inline_needs_send_or_write && wr.opcode != WrOpcode::kSend &&
         wr.opcode != WrOpcode::kSendWithImm &&
         wr.opcode != WrOpcode::kSendWithInv &&
         wr.opcode != WrOpcode::kRdmaWrite &&
@@ -367,21 +368,20 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
       }
     }
   }
-  if (IsAtomicWr(wr.opcode) && profile.atomic_checked_at_post_as_rxe) {
-    // rdma-core providers/rxe/rxe.c validate_send_wr.
-    if (length < 8) {
-      return Errno(EINVAL, "wr_id %u: an atomic needs 8 bytes of SGE, not %u",
-                   wr.wr_id, length);
-    }
-    if (wr.atomic.remote_addr & 7) {
-      return Errno(EINVAL, "wr_id %u: atomic target 0x%x is not 8-byte aligned",
-                   wr.wr_id, wr.atomic.remote_addr);
-    }
-  } else if (IsAtomicWr(wr.opcode)) {
-    if (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8) {
+  if (IsAtomicWr(wr.opcode)) {
+    if (rules.atomic_needs_one_8_byte_sge &&
+        (wr.sg_list.size() != 1 || wr.sg_list[0].length != 8)) {
       return Errno(EINVAL,
                    "wr_id %u: an atomic needs exactly one 8-byte SGE",
                    wr.wr_id);
+    }
+    if (!rules.atomic_needs_one_8_byte_sge && length < 8) {
+      return Errno(EINVAL, "wr_id %u: an atomic needs 8 bytes of SGE, not %u",
+                   wr.wr_id, length);
+    }
+    if (rules.atomic_target_aligned_at_post && (wr.atomic.remote_addr & 7)) {
+      return Errno(EINVAL, "wr_id %u: atomic target 0x%x is not 8-byte aligned",
+                   wr.wr_id, wr.atomic.remote_addr);
     }
   }
   if (qp.type != QpType::kUd && wr.ud.ah != nullptr) {
@@ -397,8 +397,7 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
       return Errno(EINVAL, "wr_id %u: the address handle is destroyed",
                    wr.wr_id);
     }
-    const bool check_qpn =
-        qp.node->fabric->profile().checks_ud_remote_qpn;
+    const bool check_qpn = rules.ud_remote_qpn_checked;
     if (check_qpn && wr.ud.remote_qpn > kPsnMask) {
       return Errno(EINVAL, "wr_id %u: remote_qpn 0x%x exceeds 24 bits",
                    wr.wr_id, wr.ud.remote_qpn);
