@@ -701,6 +701,15 @@ class RkeyHarness {
       req.recv_capacity = recv.capacity;
       ResponderView rv{1, kServerPd, server_access_, kServerQp};
       RemoteOutcome out = PredictRemote(req, rv, keys_, rules_);
+      if ((b.wr.send_flags & kSendInline) &&
+          (b.kind == RemoteKind::kRead || atomic) &&
+          !rules_.post_send.inline_needs_send_or_write &&
+          out.requester.IsSuccessOnly()) {
+        // rxe: an inline READ or atomic is posted with its SGE list replaced
+        // by the inline bytes, so the response has nowhere to land
+        // (rxe_comp.c): the responder executed it, the requester fails it.
+        out.requester = rules_.bad_lkey;
+      }
       if (out.consumes_recv) {
         if (!have_recv) Violation("harness: no receive for a consuming WR");
         rq_.pop_front();
