@@ -60,6 +60,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
   }
   if (name == "rxe") {
     p.name = "rxe";
+    // What the hw provider's probe finds on rxe0 (RXE_MAX_INLINE_DATA, 32
+    // SGEs of 16 bytes; tools/guest/known_differences.md).
+    p.device.max_inline_data = 512;
     p.recv_access_status = WcStatus::kLocQpOpErr;
     // Kernel 6.1 rxe_mr.c copy_data returns -EINVAL (not -ENOSPC) for a
     // message longer than the receive, so rxe_resp.c takes the "malformed
