@@ -136,6 +136,13 @@ void Fabric::Transmit(Packet packet) {
     flow_ns = arrive;
   }
   arrive += extra_ns;
+  if (extra_ns == 0 && copies == 1 && packet.dst_node >= 0 &&
+      packet.dst_node < num_nodes() && nodes_[packet.dst_node]->remote) {
+    // UDP transport: the datagram leaves now; the wire (loopback) is the
+    // latency. Only a delay or duplicate fault holds it in the event queue.
+    Arrive(std::move(packet), corrupt);
+    return;
+  }
   for (int i = 1; i < copies; ++i) {
     Schedule(arrive + i * serialise_ns,
              [this, p = packet, corrupt]() mutable {
