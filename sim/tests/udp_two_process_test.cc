@@ -575,6 +575,38 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
   EXPECT_EQ(fabric.GetNodeStats(0)->icrc_errors, 1u);
 }
 
+// The ACK timer runs in real time: a send to a node whose port nobody
+// listens on is retried retry_cnt times, 4.096 us * 2^timeout apart on the
+// wall clock, then fails with RETRY_EXC_ERR (IBA 9.7.6.1.3).
+TEST(UdpTransport, AckTimeoutRunsInRealTime) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0);
+  Side c;
+  absl::Status made = MakeSide(base, 0, QpType::kRc, &c);
+  ASSERT_TRUE(made.ok()) << made;
+  EndpointAttr attr = c.ep->attr();
+  attr.retry_cnt = 3;
+  Info peer;  // node 1's GID, a QP that does not exist
+  peer.qpn = 99;
+  peer.gid = c.info.gid;
+  peer.gid[15] = 2;  // 10.0.0.2: node 1
+  ASSERT_TRUE(ModifyQpToRtr(c.ep->qp(), attr, peer.qpn, peer.gid, 0).ok());
+  ASSERT_TRUE(ModifyQpToRts(c.ep->qp(), attr, 0).ok());
+  const absl::Time t0 = absl::Now();
+  ASSERT_TRUE(
+      c.ep->PostSend(1, c.buf.data(), 8, c.mr.get(), kSendSignaled).ok());
+  auto sc = c.ep->GetSendComp(kComp);
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->status, WcStatus::kRetryExcErr);
+  const absl::Duration elapsed = absl::Now() - t0;
+  // 1 + retry_cnt timeouts of 4.096 us * 2^10 (the side's timeout).
+  EXPECT_GE(elapsed, absl::Nanoseconds(4 * (4096 << 10)));
+  EXPECT_LT(elapsed, absl::Seconds(5));
+  SimQpStats stats;
+  ASSERT_TRUE(GetSimQpStats(c.ep->qp(), &stats));
+  EXPECT_EQ(stats.timeouts, 4u);
+}
+
 TEST(UdpTransport, BadOptionsAreRefused) {
   EXPECT_EQ(ErrnoOf(OpenProvider("sim:local=0").status()), EINVAL);
   EXPECT_EQ(ErrnoOf(OpenProvider("sim:udp=0").status()), EINVAL);
