@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -534,6 +535,72 @@ TEST(UdpTwoProcess, UdDatagramsBothWays) {
     std::vector<uint8_t> want(100);
     Fill(want.data(), want.size(), 9);
     EXPECT_EQ(std::memcmp(c.buf.data() + 8192 + 40, want.data(), 100), 0);
+    ASSERT_TRUE(ch.Token(kDone));
+  };
+  RunTwoProcesses(client, server);
+}
+
+// Figures, with loose bounds: the round trip of a 64-byte RC send between
+// the processes, and the rate of 64 KiB RDMA writes (printed for
+// docs/udp-transport.md; a bound far off means progress went wrong, e.g. a
+// packet waiting for a timer instead of being sent at once).
+TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
+  constexpr int kRounds = 500;
+  constexpr int kWrites = 64;
+  auto server = [](int base, Channel& ch) {
+    Side s;
+    ASSERT_TRUE(MakeSide(base, 1, QpType::kRc, &s).ok());
+    ASSERT_TRUE(s.ep->PostRecv(0, s.buf.data(), 64, s.mr.get()).ok());
+    Info peer;
+    ASSERT_TRUE(Exchange(ch, s.info, &peer, false));
+    ASSERT_TRUE(Connect(s, peer).ok());
+    ASSERT_TRUE(ch.Token(kReady));
+    for (int i = 0; i < kRounds; ++i) {
+      auto rc = s.ep->GetRecvComp(kComp);
+      ASSERT_TRUE(rc.ok()) << rc.status();
+      ASSERT_EQ(rc->status, WcStatus::kSuccess);
+      ASSERT_TRUE(s.ep->PostRecv(0, s.buf.data(), 64, s.mr.get()).ok());
+      ASSERT_TRUE(s.ep->PostSend(1, s.buf.data() + 128, 64, s.mr.get(), 0)
+                      .ok());
+    }
+    ASSERT_TRUE(ch.Expect(kDone));
+  };
+  auto client = [](int base, Channel& ch) {
+    Side c;
+    ASSERT_TRUE(MakeSide(base, 0, QpType::kRc, &c).ok());
+    Info peer;
+    ASSERT_TRUE(Exchange(ch, c.info, &peer, true));
+    ASSERT_TRUE(Connect(c, peer).ok());
+    ASSERT_TRUE(ch.Expect(kReady));
+    absl::Time t0 = absl::Now();
+    for (int i = 0; i < kRounds; ++i) {
+      ASSERT_TRUE(c.ep->PostRecv(0, c.buf.data(), 64, c.mr.get()).ok());
+      ASSERT_TRUE(c.ep->PostSend(1, c.buf.data() + 128, 64, c.mr.get(), 0)
+                      .ok());
+      auto rc = c.ep->GetRecvComp(kComp);
+      ASSERT_TRUE(rc.ok()) << rc.status();
+      ASSERT_EQ(rc->status, WcStatus::kSuccess);
+    }
+    const absl::Duration rtt = (absl::Now() - t0) / kRounds;
+    t0 = absl::Now();
+    for (int i = 0; i < kWrites; ++i) {
+      ASSERT_TRUE(c.ep->PostWrite(2, c.buf.data(), 32768, c.mr.get(),
+                                  i % 16 == 15 ? kSendSignaled : 0,
+                                  peer.addr + 32768, peer.rkey)
+                      .ok());
+      if (i % 16 == 15) {
+        auto sc = c.ep->GetSendComp(kComp);
+        ASSERT_TRUE(sc.ok()) << sc.status();
+        ASSERT_EQ(sc->status, WcStatus::kSuccess);
+      }
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+    const double mbyte_s = kWrites * 32768.0 / seconds / 1e6;
+    std::printf("UDP transport figures: RC send round trip %s, "
+                "RDMA write %.1f MB/s (32 KiB writes, MTU 1024)\n",
+                absl::FormatDuration(rtt).c_str(), mbyte_s);
+    EXPECT_LT(rtt, absl::Milliseconds(5));
+    EXPECT_GT(mbyte_s, 1.0);
     ASSERT_TRUE(ch.Token(kDone));
   };
   RunTwoProcesses(client, server);
