@@ -124,6 +124,9 @@ class Fabric {
     explicit Lock(Fabric& fabric) : fabric_(fabric) {
       fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_);
+      // In real time (UDP transport) "now" is the wall clock of the call,
+      // so that a timer armed by a post runs its full length.
+      fabric_.SyncClock();
     }
     ~Lock() {
       if (lock_.owns_lock()) lock_.unlock();

@@ -45,10 +45,17 @@ absl::Status UdpSockets::Open(int base_port,
     const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return fail(errno, port);
     fds.push_back(fd);
-    // Room for a burst of full-MTU packets (a window of a bandwidth test).
+    // Room for a burst of full-MTU packets (a window of a bandwidth test):
+    // a full receive buffer drops datagrams, which RC then retransmits.
+    // SO_RCVBUFFORCE passes net.core.rmem_max when we may (CAP_NET_ADMIN);
+    // otherwise the kernel caps SO_RCVBUF there.
     const int buf = 4 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0) {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0) {
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    }
     const sockaddr_in a = Loopback(port);
     if (bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
       return fail(errno, port);

@@ -105,7 +105,11 @@ struct Side {
   Fabric& fabric() { return AsSimProvider(provider.get())->fabric(); }
 };
 
-absl::Status MakeSide(int base, int me, QpType type, Side* s) {
+// `timeout`: the RC ACK timeout exponent (10: 4 ms, so that a lost packet
+// is retried soon; 14, the default, 67 ms, for bursts that a sanitizer
+// build takes a while to receive).
+absl::Status MakeSide(int base, int me, QpType type, Side* s,
+                      uint8_t timeout = 10) {
   auto provider =
       OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=", me));
   if (!provider.ok()) return provider.status();
@@ -114,7 +118,7 @@ absl::Status MakeSide(int base, int me, QpType type, Side* s) {
   if (!ctx.ok()) return ctx.status();
   EndpointAttr attr;
   attr.qp_type = type;
-  attr.timeout = 10;  // 4 ms ACK timeout: a lost packet is retried soon
+  attr.timeout = timeout;
   auto ep = Endpoint::Create(*std::move(ctx), attr);
   if (!ep.ok()) return ep.status();
   s->ep = *std::move(ep);
@@ -549,7 +553,7 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
   constexpr int kWrites = 64;
   auto server = [](int base, Channel& ch) {
     Side s;
-    ASSERT_TRUE(MakeSide(base, 1, QpType::kRc, &s).ok());
+    ASSERT_TRUE(MakeSide(base, 1, QpType::kRc, &s, 14).ok());
     ASSERT_TRUE(s.ep->PostRecv(0, s.buf.data(), 64, s.mr.get()).ok());
     Info peer;
     ASSERT_TRUE(Exchange(ch, s.info, &peer, false));
@@ -567,7 +571,7 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
   };
   auto client = [](int base, Channel& ch) {
     Side c;
-    ASSERT_TRUE(MakeSide(base, 0, QpType::kRc, &c).ok());
+    ASSERT_TRUE(MakeSide(base, 0, QpType::kRc, &c, 14).ok());
     Info peer;
     ASSERT_TRUE(Exchange(ch, c.info, &peer, true));
     ASSERT_TRUE(Connect(c, peer).ok());
@@ -596,6 +600,11 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
     }
     const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
     const double mbyte_s = kWrites * 32768.0 / seconds / 1e6;
+    SimQpStats stats;
+    ASSERT_TRUE(GetSimQpStats(c.ep->qp(), &stats));
+    std::printf("UDP transport: %llu retransmissions, %llu timeouts\n",
+                static_cast<unsigned long long>(stats.retransmissions),
+                static_cast<unsigned long long>(stats.timeouts));
     std::printf("UDP transport figures: RC send round trip %s, "
                 "RDMA write %.1f MB/s (32 KiB writes, MTU 1024)\n",
                 absl::FormatDuration(rtt).c_str(), mbyte_s);
