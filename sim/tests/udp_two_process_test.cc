@@ -651,6 +651,47 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
   EXPECT_EQ(fabric.GetNodeStats(0)->icrc_errors, 1u);
 }
 
+// Two nodes of one process on the UDP transport (node 2 is elsewhere): their
+// packets go through the event queue, in real time, driven by the progress
+// thread; the connection setup of the provider works between them.
+TEST(UdpTransport, LocalNodesTalkInRealTime) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0);
+  auto provider =
+      OpenProvider(absl::StrCat("sim:nodes=3,udp=", base, ",local=0+1"));
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  auto devices = (*provider)->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ(*devices, (std::vector<std::string>{"sim0", "sim1"}));
+  auto eps = CreateConnectedPair(**provider, EndpointAttr{});
+  ASSERT_TRUE(eps.ok()) << eps.status();
+  Endpoint& c = *eps->client;
+  Endpoint& s = *eps->server;
+  std::vector<uint8_t> cbuf(4096), sbuf(4096);
+  auto cmr = c.RegMsgs(cbuf.data(), cbuf.size());
+  auto smr = s.RegMsgs(sbuf.data(), sbuf.size());
+  ASSERT_TRUE(cmr.ok() && smr.ok());
+  Fill(cbuf.data(), 3000, 4);
+  ASSERT_TRUE(s.PostRecv(1, sbuf.data(), 4096, smr->get()).ok());
+  Fabric& fabric = AsSimProvider(provider->get())->fabric();
+  const absl::Duration t0 = fabric.Now();
+  ASSERT_TRUE(c.PostSend(2, cbuf.data(), 3000, cmr->get(), kSendSignaled).ok());
+  auto rc = s.GetRecvComp(kComp);
+  ASSERT_TRUE(rc.ok()) << rc.status();
+  EXPECT_EQ(rc->status, WcStatus::kSuccess);
+  EXPECT_EQ(rc->byte_len, 3000u);
+  EXPECT_EQ(std::memcmp(sbuf.data(), cbuf.data(), 3000), 0);
+  auto sc = c.GetSendComp(kComp);
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->status, WcStatus::kSuccess);
+  // The clock is the wall clock: it moved, by less than the test's bound.
+  const absl::Duration dt = fabric.Now() - t0;
+  EXPECT_GT(dt, absl::ZeroDuration());
+  EXPECT_LT(dt, kComp);
+  // Nothing left this process.
+  EXPECT_EQ(fabric.GetNodeStats(2)->packets_received, 0u);
+}
+
 // The ACK timer runs in real time: a send to a node whose port nobody
 // listens on is retried retry_cnt times, 4.096 us * 2^timeout apart on the
 // wall clock, then fails with RETRY_EXC_ERR (IBA 9.7.6.1.3).
