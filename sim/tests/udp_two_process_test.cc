@@ -378,16 +378,24 @@ TEST(UdpTwoProcess, RcLossIsRecoveredByRetransmission) {
           << "message " << i;
     }
     ASSERT_TRUE(ch.Expect(kDone));
+    // The corrupted datagram failed this side's ICRC check, was dropped and
+    // counted (IBA 7.8.1); RC resent it.
+    absl::StatusOr<NodeStats> st = s.fabric().GetNodeStats(1);
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->icrc_errors, 1u);
+    EXPECT_EQ(s.fabric().udp_malformed(), 0u);
   };
   auto client = [](int base, Channel& ch) {
     Side c;
     ASSERT_TRUE(MakeSide(base, 0, QpType::kRc, &c).ok());
     // Lose the 3rd SEND_FIRST and the 7th SEND_LAST on the way out of this
-    // process (the datagrams are never sent): the server NAKs the PSN gap
-    // or the ACK timer fires, and the client goes back and resends.
+    // process (the datagrams are never sent) and corrupt the 12th SEND_FIRST
+    // (the server's ICRC check drops it): the server NAKs the PSN gap or the
+    // ACK timer fires, and the client goes back and resends.
     ASSERT_TRUE(c.fabric()
                     .AddFaults("drop op=SEND_FIRST nth=3; "
-                               "drop op=SEND_LAST nth=7")
+                               "drop op=SEND_LAST nth=7; "
+                               "corrupt op=SEND_FIRST nth=12")
                     .ok());
     Info peer;
     ASSERT_TRUE(Exchange(ch, c.info, &peer, true));
@@ -406,9 +414,10 @@ TEST(UdpTwoProcess, RcLossIsRecoveredByRetransmission) {
       EXPECT_EQ(sc->wr_id, static_cast<uint64_t>(100 + i));
     }
     std::vector<PacketRule> rules = c.fabric().PacketRules();
-    ASSERT_EQ(rules.size(), 2u);
+    ASSERT_EQ(rules.size(), 3u);
     EXPECT_EQ(rules[0].fired, 1u);
     EXPECT_EQ(rules[1].fired, 1u);
+    EXPECT_EQ(rules[2].fired, 1u);
     SimQpStats stats;
     ASSERT_TRUE(GetSimQpStats(c.ep->qp(), &stats));
     EXPECT_GE(stats.retransmissions, 1u);
