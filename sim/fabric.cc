@@ -8,6 +8,8 @@
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "sim/transport.h"
+#include "sim/udp_transport.h"
+#include "sim/wire.h"
 
 namespace verbsim::sim {
 
@@ -30,6 +32,23 @@ Fabric::Fabric(FabricOptions options)
     node->gid[15] = static_cast<uint8_t>((i + 1) & 0xff);
     nodes_.push_back(std::move(node));
   }
+  if (options_.udp.base_port != 0) {
+    for (auto& n : nodes_) n->remote = true;
+    for (int i : options_.udp.local_nodes) {
+      if (i >= 0 && i < num_nodes()) nodes_[i]->remote = false;
+    }
+  }
+}
+
+Fabric::~Fabric() {
+  if (progress_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    udp_->Wake();
+    progress_.join();
+  }
 }
 
 int Fabric::NodeByGid(const Gid& gid) const {
@@ -41,6 +60,12 @@ int Fabric::NodeByGid(const Gid& gid) const {
 
 void Fabric::Schedule(int64_t at_ns, std::function<void()> fn) {
   events_.push(Event{std::max(at_ns, now_ns_), next_seq_++, std::move(fn)});
+  // In real time, the progress thread sleeps until its next event: wake it
+  // for an earlier one.
+  if (udp_ != nullptr && at_ns < progress_wake_ns_) {
+    progress_wake_ns_ = at_ns;
+    udp_->Wake();
+  }
 }
 
 void Fabric::TracePacket(TraceKind kind, const Packet& p,
@@ -111,14 +136,21 @@ void Fabric::Transmit(Packet packet) {
     flow_ns = arrive;
   }
   arrive += extra_ns;
+  if (extra_ns == 0 && copies == 1 && packet.dst_node >= 0 &&
+      packet.dst_node < num_nodes() && nodes_[packet.dst_node]->remote) {
+    // UDP transport: the datagram leaves now; the wire (loopback) is the
+    // latency. Only a delay or duplicate fault holds it in the event queue.
+    Arrive(std::move(packet), corrupt);
+    return;
+  }
   for (int i = 1; i < copies; ++i) {
     Schedule(arrive + i * serialise_ns,
              [this, p = packet, corrupt]() mutable {
-               Deliver(std::move(p), corrupt);
+               Arrive(std::move(p), corrupt);
              });
   }
   Schedule(arrive, [this, p = std::move(packet), corrupt]() mutable {
-    Deliver(std::move(p), corrupt);
+    Arrive(std::move(p), corrupt);
   });
 }
 
@@ -193,6 +225,23 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
   return true;
 }
 
+void Fabric::Arrive(Packet packet, bool corrupt) {
+  const bool remote = packet.dst_node >= 0 && packet.dst_node < num_nodes() &&
+                      nodes_[packet.dst_node]->remote;
+  if (!remote) {
+    Deliver(std::move(packet), corrupt);
+    return;
+  }
+  // The packet leaves this process: RoCEv2 over UDP. A corrupt fault flips
+  // a payload bit after the ICRC is computed, so the receiver's ICRC check
+  // catches it (as a NIC's would).
+  std::vector<uint8_t> bytes = EncodeRoceV2Ip(packet, ip_id_++);
+  if (corrupt) bytes[bytes.size() - 5] ^= 0x01;
+  if (!udp_->Send(packet.src_node, packet.dst_node, bytes)) {
+    TracePacket(TraceKind::kDrop, packet, "UDP send failed");
+  }
+}
+
 void Fabric::Deliver(Packet packet, bool corrupt) {
   if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) {
     TracePacket(TraceKind::kDrop, packet, "no route");
@@ -252,6 +301,22 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
                         absl::Duration timeout, bool blocking) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
   NoteThread();
+  if (udp_ != nullptr) {
+    // Real time (UDP transport): run what is due by the wall clock; the
+    // progress thread runs the rest and the datagrams, and wakes us.
+    const absl::Time deadline = absl::Now() + timeout;
+    while (true) {
+      SyncClock();
+      while (!done() && !events_.empty() && events_.top().at_ns <= now_ns_) {
+        Step();
+      }
+      if (done()) return true;
+      if (!blocking || absl::Now() >= deadline) return false;
+      cv_.wait_until(lock, std::min(absl::ToChronoTime(deadline),
+                                    std::chrono::system_clock::now() +
+                                        std::chrono::milliseconds(1)));
+    }
+  }
   if (!blocking) {
     // A poll: what is due now, else the events of the next moment.
     int64_t limit = now_ns_;
@@ -305,6 +370,16 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
 }
 
 bool Fabric::RunUntilIdle(absl::Duration max_virtual) {
+  if (real_time()) {
+    // The progress thread runs the events; wait (in real time) until none
+    // is left.
+    const absl::Time deadline = absl::Now() + max_virtual;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!events_.empty() && absl::Now() < deadline) {
+      cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    return events_.empty();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t limit = now_ns_ + absl::ToInt64Nanoseconds(max_virtual);
   while (!events_.empty() && events_.top().at_ns <= limit) Step();
@@ -315,6 +390,10 @@ bool Fabric::RunUntilIdle(absl::Duration max_virtual) {
 }
 
 void Fabric::RunFor(absl::Duration d) {
+  if (real_time()) {
+    absl::SleepFor(d);  // the progress thread runs the events meanwhile
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t limit = now_ns_ + absl::ToInt64Nanoseconds(d);
   while (!events_.empty() && events_.top().at_ns <= limit) Step();
@@ -575,7 +654,108 @@ std::vector<Fabric::CapturedPacket> Fabric::CapturedPackets() {
 
 absl::Duration Fabric::Now() {
   std::lock_guard<std::mutex> lock(mu_);
+  SyncClock();
   return absl::Nanoseconds(now_ns_);
+}
+
+void Fabric::SyncClock() {
+  if (udp_ == nullptr) return;
+  now_ns_ = std::max(now_ns_, absl::GetCurrentTimeNanos() - real_start_ns_);
+}
+
+absl::Status Fabric::StartUdp() {
+  const FabricOptions::Udp& u = options_.udp;
+  if (u.base_port <= 0 || u.base_port + num_nodes() - 1 > 65535) {
+    return Errno(EINVAL,
+                 "UDP transport: base port %d with %d nodes leaves 1..65535",
+                 u.base_port, num_nodes());
+  }
+  if (u.local_nodes.empty()) {
+    return Errno(EINVAL, "UDP transport: no local node");
+  }
+  for (int i : u.local_nodes) {
+    if (i < 0 || i >= num_nodes()) {
+      return Errno(EINVAL, "UDP transport: local node %d is not one of 0..%d",
+                   i, num_nodes() - 1);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (udp_ != nullptr) return Errno(EBUSY, "UDP transport already started");
+  auto sockets = std::make_unique<UdpSockets>();
+  if (absl::Status s = sockets->Open(u.base_port, u.local_nodes); !s.ok()) {
+    return s;
+  }
+  // The clock goes on from the virtual time reached so far, in real time.
+  real_start_ns_ = absl::GetCurrentTimeNanos() - now_ns_;
+  udp_ = std::move(sockets);
+  multi_threaded_ = true;
+  progress_ = std::thread([this] { ProgressLoop(); });
+  return absl::OkStatus();
+}
+
+void Fabric::ProgressLoop() {
+  std::vector<std::vector<uint8_t>> datagrams;
+  while (true) {
+    int64_t sleep_ns;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stop_) return;
+      SyncClock();
+      for (const std::vector<uint8_t>& d : datagrams) ReceiveDatagram(d);
+      datagrams.clear();
+      while (!events_.empty() && events_.top().at_ns <= now_ns_) Step();
+      // Sleep until the next event, at most 10 ms (Schedule wakes us for an
+      // earlier one).
+      sleep_ns = 10'000'000;
+      if (!events_.empty()) {
+        sleep_ns = std::min(sleep_ns, events_.top().at_ns - now_ns_);
+      }
+      progress_wake_ns_ = now_ns_ + sleep_ns;
+      cv_.notify_all();
+    }
+    udp_->Wait(std::max<int64_t>(sleep_ns, 0), &datagrams);
+  }
+}
+
+void Fabric::ReceiveDatagram(const std::vector<uint8_t>& bytes) {
+  absl::StatusOr<Packet> p = DecodeRoceV2Ip(bytes.data(), bytes.size());
+  if (!p.ok()) {
+    // A bad ICRC is the destination's to count (IBA 7.8.1), if the header
+    // names one of our nodes; anything else is not a packet of the sim.
+    const int dst = bytes.size() >= 20 ? static_cast<int>(
+                        ((uint32_t{bytes[17]} << 16 | uint32_t{bytes[18]} << 8 |
+                          bytes[19]) - 1))
+                                       : -1;
+    if (absl::IsDataLoss(p.status()) && dst >= 0 && dst < num_nodes() &&
+        !nodes_[dst]->remote) {
+      ++nodes_[dst]->icrc_errors;
+      ++nodes_[dst]->packets_dropped;
+      RecordLocalFault(dst, 0, "bad ICRC (UDP datagram)");
+    } else {
+      ++udp_malformed_;
+    }
+    return;
+  }
+  if (p->dst_node >= num_nodes() || nodes_[p->dst_node]->remote ||
+      p->src_node >= num_nodes()) {
+    ++udp_malformed_;
+    return;
+  }
+  // RC and UC carry only the destination QP: the source QP is the one the
+  // receiving QP is connected to (IBA 9.7: the connection identifies it).
+  if (p->transport != QpType::kUd) {
+    auto it = nodes_[p->dst_node]->qps.find(p->dst_qpn);
+    if (it != nodes_[p->dst_node]->qps.end() &&
+        it->second->dest_node == p->src_node) {
+      p->src_qpn = it->second->attr.dest_qp_num;
+    }
+  }
+  Deliver(*std::move(p), false);
+}
+
+uint64_t Fabric::udp_malformed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return udp_malformed_;
 }
 
 }  // namespace verbsim::sim

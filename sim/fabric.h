@@ -33,6 +33,7 @@
 namespace verbsim::sim {
 
 class Fabric;
+class UdpSockets;
 
 // A simulated HCA with one port.
 struct Node {
@@ -47,6 +48,9 @@ struct Node {
   int live_qps = 0, live_pds = 0, live_cqs = 0;
   bool crashed = false;  // a NodeCrash fault took its HCA away
   bool port_down = false;  // Fabric::SetPortState took port 1 down
+  // With the UDP transport: the node lives in another process; here it is
+  // only a GID to route to (no QPs, no device).
+  bool remote = false;
   // Open contexts, for asynchronous port events.
   std::vector<std::weak_ptr<ContextState>> contexts;
   // Counters.
@@ -89,11 +93,21 @@ struct FabricOptions {
   bool randomize_schedule = true;
   // Faults in the text form of sim/faults.h.
   std::string faults;
+  // The UDP link transport (sim/udp_transport.h, docs/udp-transport.md).
+  // base_port 0: every node is in this process, time is virtual (default).
+  // Otherwise node i is reached at 127.0.0.1:<base_port + i>, the nodes
+  // listed in local_nodes live in this process, the others in other
+  // processes, and the fabric runs in real time once StartUdp() succeeds.
+  struct Udp {
+    int base_port = 0;
+    std::vector<int> local_nodes;
+  } udp;
 };
 
 class Fabric {
  public:
   explicit Fabric(FabricOptions options);
+  ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
 
@@ -110,6 +124,9 @@ class Fabric {
     explicit Lock(Fabric& fabric) : fabric_(fabric) {
       fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_);
+      // In real time (UDP transport) "now" is the wall clock of the call,
+      // so that a timer armed by a post runs its full length.
+      fabric_.SyncClock();
     }
     ~Lock() {
       if (lock_.owns_lock()) lock_.unlock();
@@ -165,6 +182,18 @@ class Fabric {
   };
   void KeepPackets(bool keep);
   std::vector<CapturedPacket> CapturedPackets();
+
+  // Binds the sockets of options().udp and starts the progress thread: from
+  // then on the clock is real time, packets to remote nodes leave as
+  // datagrams, and datagrams for local nodes are delivered by that thread
+  // (no caller needs to poll). EINVAL for bad options, EADDRINUSE (naming
+  // the port) when a socket cannot be bound; nothing started on failure.
+  absl::Status StartUdp();
+  bool real_time() const { return udp_ != nullptr; }
+  // Datagrams the UDP transport refused: malformed or truncated (not a
+  // RoCEv2 packet of the sim), or for a node that is not local. A bad ICRC
+  // counts as the node's icrc_errors instead.
+  uint64_t udp_malformed();
 
   // --- Under mu() ---------------------------------------------------------
   Node* node(int i) { return nodes_[i].get(); }
@@ -227,6 +256,12 @@ class Fabric {
   };
   bool Step();
   void Deliver(Packet packet, bool corrupt);
+  // Deliver for a local destination, a datagram for a remote one.
+  void Arrive(Packet packet, bool corrupt);
+  // UDP mode: the clock follows real time.
+  void SyncClock();
+  void ProgressLoop();
+  void ReceiveDatagram(const std::vector<uint8_t>& bytes);
   // Applies the packet rules to a packet entering a link: whether it goes
   // on, and how late (extra_ns) or how often (copies).
   bool ApplyPacketFaults(const Packet& p, int64_t* extra_ns, int* copies,
@@ -263,6 +298,14 @@ class Fabric {
   std::thread::id first_thread_;
   bool multi_threaded_ = false;
   std::atomic<int> callers_{0};
+  // The UDP transport (null in-process).
+  std::unique_ptr<UdpSockets> udp_;
+  std::thread progress_;
+  bool stop_ = false;            // under mu_
+  int64_t progress_wake_ns_ = 0;  // when the progress thread next looks
+  int64_t real_start_ns_ = 0;     // absl::GetCurrentTimeNanos at StartUdp
+  uint16_t ip_id_ = 0;
+  uint64_t udp_malformed_ = 0;
 };
 
 }  // namespace verbsim::sim

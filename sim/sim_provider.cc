@@ -173,7 +173,15 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
     fo.faults = faults;
   }
   std::string profile_name;
-  for (absl::string_view part : absl::StrSplit(options, ',', absl::SkipEmpty())) {
+  // VERBSIM_UDP adds UDP transport options ("udp=<port>,local=<i>") to the
+  // spec, so that an unmodified program can run on one node of a fabric
+  // spread over processes (docs/udp-transport.md).
+  std::string all_options(options);
+  if (const char* udp = std::getenv("VERBSIM_UDP"); udp && *udp) {
+    absl::StrAppend(&all_options, ",", udp);
+  }
+  for (absl::string_view part :
+       absl::StrSplit(all_options, ',', absl::SkipEmpty())) {
     if (absl::StartsWith(part, "nodes=")) {
       if (!absl::SimpleAtoi(part.substr(6), &fo.nodes) || fo.nodes < 1 ||
           fo.nodes > 4096) {
@@ -183,12 +191,29 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
       if (!absl::SimpleAtoi(part.substr(5), &fo.seed)) {
         return Errno(EINVAL, "sim option '%s': seed must be a number", part);
       }
+    } else if (absl::StartsWith(part, "udp=")) {
+      if (!absl::SimpleAtoi(part.substr(4), &fo.udp.base_port) ||
+          fo.udp.base_port < 1 || fo.udp.base_port > 65535) {
+        return Errno(EINVAL, "sim option '%s': udp wants a port 1..65535",
+                     part);
+      }
+    } else if (absl::StartsWith(part, "local=")) {
+      for (absl::string_view n : absl::StrSplit(part.substr(6), '+')) {
+        int i = 0;
+        if (!absl::SimpleAtoi(n, &i) || i < 0) {
+          return Errno(EINVAL,
+                       "sim option '%s': local wants node numbers like 0+2",
+                       part);
+        }
+        fo.udp.local_nodes.push_back(i);
+      }
     } else if (part.find('=') == absl::string_view::npos &&
                profile_name.empty()) {
       profile_name = std::string(part);
     } else {
       return Errno(EINVAL,
-                   "sim option '%s' unknown (want <profile>, nodes=N, seed=S)",
+                   "sim option '%s' unknown (want <profile>, nodes=N, seed=S, "
+                   "udp=PORT, local=I)",
                    part);
     }
   }
@@ -199,10 +224,19 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   if (!faults.ok()) {
     return Errno(EINVAL, "VERBSIM_FAULTS: %s", faults.status().message());
   }
+  if (fo.udp.base_port == 0 && !fo.udp.local_nodes.empty()) {
+    return Errno(EINVAL, "sim option local= needs udp=<port>");
+  }
+  if (fo.udp.base_port != 0 && fo.udp.local_nodes.empty()) {
+    fo.udp.local_nodes.push_back(0);
+  }
   auto provider = std::make_unique<SimProvider>(std::move(fo));
   if (absl::Status s = provider->fabric().AddFaultPlan(*std::move(faults));
       !s.ok()) {
     return s;
+  }
+  if (provider->fabric().options().udp.base_port != 0) {
+    if (absl::Status s = provider->fabric().StartUdp(); !s.ok()) return s;
   }
   provider->name_ = options.empty() ? "sim" : absl::StrCat("sim:", options);
   return provider;
@@ -218,14 +252,19 @@ SimProvider::~SimProvider() = default;
 absl::StatusOr<std::vector<std::string>> SimProvider::ListDevices() {
   std::vector<std::string> names;
   for (int i = 0; i < fabric_->num_nodes(); ++i) {
-    names.push_back(fabric_->node(i)->name);
+    if (!fabric_->node(i)->remote) names.push_back(fabric_->node(i)->name);
   }
   return names;
 }
 
 absl::StatusOr<int> SimProvider::DeviceIndex(absl::string_view device) const {
   for (int i = 0; i < fabric_->num_nodes(); ++i) {
-    if (fabric_->node(i)->name == device) return i;
+    if (fabric_->node(i)->name != device) continue;
+    if (fabric_->node(i)->remote) {
+      return Errno(ENODEV, "sim device '%s' lives in another process (UDP "
+                   "transport)", device);
+    }
+    return i;
   }
   return Errno(ENODEV, "no sim device '%s' (devices are sim0..sim%d)", device,
                fabric_->num_nodes() - 1);

@@ -1,0 +1,115 @@
+#include "sim/udp_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "core/errors.h"
+
+namespace verbsim::sim {
+namespace {
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+}  // namespace
+
+UdpSockets::~UdpSockets() {
+  for (int fd : fds_) close(fd);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+absl::Status UdpSockets::Open(int base_port,
+                              const std::vector<int>& local_nodes) {
+  base_port_ = base_port;
+  std::vector<int> fds;
+  auto fail = [&](int err, int port) {
+    for (int fd : fds) close(fd);
+    return Errno(err, "UDP transport: cannot bind 127.0.0.1:%d: %s", port,
+                 std::strerror(err));
+  };
+  for (int n : local_nodes) {
+    const int port = base_port + n;
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return fail(errno, port);
+    fds.push_back(fd);
+    // Room for a burst of full-MTU packets (a window of a bandwidth test):
+    // a full receive buffer drops datagrams, which RC then retransmits.
+    // SO_RCVBUFFORCE passes net.core.rmem_max when we may (CAP_NET_ADMIN);
+    // otherwise the kernel caps SO_RCVBUF there.
+    const int buf = 4 << 20;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0) {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0) {
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    }
+    const sockaddr_in a = Loopback(port);
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
+      return fail(errno, port);
+    }
+  }
+  const int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake < 0) return fail(errno, 0);
+  fds_ = std::move(fds);
+  nodes_ = local_nodes;
+  wake_fd_ = wake;
+  return absl::OkStatus();
+}
+
+bool UdpSockets::Send(int src, int dst, const std::vector<uint8_t>& bytes) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i] != src) continue;
+    const sockaddr_in a = Loopback(base_port_ + dst);
+    const ssize_t n =
+        sendto(fds_[i], bytes.data(), bytes.size(), 0,
+               reinterpret_cast<const sockaddr*>(&a), sizeof(a));
+    return n == static_cast<ssize_t>(bytes.size());
+  }
+  return false;
+}
+
+void UdpSockets::Wake() {
+  const uint64_t one = 1;
+  // A full counter still wakes the poller; nothing to do on failure.
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+}
+
+void UdpSockets::Wait(int64_t timeout_ns,
+                      std::vector<std::vector<uint8_t>>* out) {
+  std::vector<pollfd> pfds;
+  for (int fd : fds_) pfds.push_back({fd, POLLIN, 0});
+  pfds.push_back({wake_fd_, POLLIN, 0});
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);
+  ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000);
+  if (ppoll(pfds.data(), pfds.size(), &ts, nullptr) <= 0) return;
+  if (pfds.back().revents & POLLIN) {
+    uint64_t v;
+    [[maybe_unused]] ssize_t n = read(wake_fd_, &v, sizeof(v));
+  }
+  static thread_local std::vector<uint8_t> buf(65536);
+  for (size_t i = 0; i + 1 < pfds.size(); ++i) {
+    if (!(pfds[i].revents & POLLIN)) continue;
+    // Drain what is there; each recv is one datagram.
+    for (int k = 0; k < 256; ++k) {
+      const ssize_t n = recv(fds_[i], buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n < 0) break;
+      out->emplace_back(buf.begin(), buf.begin() + n);
+    }
+  }
+}
+
+}  // namespace verbsim::sim

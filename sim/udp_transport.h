@@ -1,0 +1,48 @@
+// The UDP link transport: the sim's packets to nodes of other processes as
+// RoCEv2 datagrams on loopback (sim/wire.h encoding, the IPv4 packet as the
+// UDP payload), one socket per local node.
+//
+// Address scheme (docs/udp-transport.md): every process builds a fabric of
+// the same `nodes` with the same base port; node i (GID ::ffff:10.0.0.(i+1),
+// as in-process) listens on 127.0.0.1:<base_port + i>. Each process says
+// which nodes are its own; the others are placeholders that only hold a GID.
+#ifndef VERBSIM_SIM_UDP_TRANSPORT_H_
+#define VERBSIM_SIM_UDP_TRANSPORT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace verbsim::sim {
+
+class UdpSockets {
+ public:
+  UdpSockets() = default;
+  UdpSockets(const UdpSockets&) = delete;
+  UdpSockets& operator=(const UdpSockets&) = delete;
+  ~UdpSockets();
+
+  // Binds 127.0.0.1:<base_port + n> for each local node n, plus an eventfd
+  // that Wake() signals. EADDRINUSE (or the bind's errno) names the port;
+  // nothing stays open on failure.
+  absl::Status Open(int base_port, const std::vector<int>& local_nodes);
+  // Sends `bytes` from local node `src`'s socket to node `dst`'s port.
+  // Returns false when the kernel refused it (the packet is lost).
+  bool Send(int src, int dst, const std::vector<uint8_t>& bytes);
+  // Waits up to `timeout_ns` (or until Wake) for datagrams and appends every
+  // one that is ready. Datagrams longer than 64 KiB cannot exist on UDP.
+  void Wait(int64_t timeout_ns, std::vector<std::vector<uint8_t>>* out);
+  // Makes a Wait in progress (or the next one) return at once.
+  void Wake();
+
+ private:
+  int base_port_ = 0;
+  std::vector<int> fds_;    // one per local node
+  std::vector<int> nodes_;  // the node of fds_[i]
+  int wake_fd_ = -1;
+};
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_UDP_TRANSPORT_H_
