@@ -12,7 +12,7 @@ import time
 try:
     import pyverbs.enums as e
     from pyverbs.addr import AHAttr, GlobalRoute
-    from pyverbs.cq import CQ
+    from pyverbs.cq import CQ, CompChannel
     from pyverbs.device import Context
     from pyverbs.mr import MR
     from pyverbs.pd import PD
@@ -36,10 +36,11 @@ def check(cond, what):
 
 
 class Side:
-    def __init__(self, name):
+    def __init__(self, name, with_channel=False):
         self.ctx = Context(name=name)
         self.pd = PD(self.ctx)
-        self.cq = CQ(self.ctx, 16)
+        self.channel = CompChannel(self.ctx) if with_channel else None
+        self.cq = CQ(self.ctx, 16, None, self.channel, 0)
         self.mr = MR(self.pd, SIZE, ACCESS)
         cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1,
                     max_recv_sge=1)
@@ -101,13 +102,16 @@ def main():
         want = os.path.realpath(os.path.join(expected, "libibverbs.so.1"))
         check(lib is not None and os.path.realpath(lib) == want,
               f"pyverbs runs on the drop-in library ({lib})")
-    client, server = Side("sim0"), Side("sim1")
+    client, server = Side("sim0"), Side("sim1", with_channel=True)
     client.connect(server)
     server.connect(client)
     check(client.qp.qp_state == e.IBV_QPS_RTS, "client QP in RTS")
 
     # send/recv: 64 bytes land at the start of the server's buffer.
+    # The server waits for it through its completion channel (a blocking
+    # ibv_get_cq_event on the channel's fd), then polls.
     msg = bytes(range(64))
+    server.cq.req_notify()
     server.qp.post_recv(RecvWR(wr_id=7, num_sge=1,
                                sg=[SGE(server.mr.buf, 256, server.mr.lkey)]))
     client.mr.write(msg, len(msg), 0)
@@ -116,7 +120,10 @@ def main():
     check(wc is not None and wc.status == e.IBV_WC_SUCCESS and
           wc.opcode == e.IBV_WC_SEND and wc.wr_id == 1,
           f"send completes SUCCESS on the client ({wc and wc.status})")
-    wc = poll(server.cq)
+    server.channel.get_cq_event(server.cq)
+    server.cq.ack_events(1)
+    print("ok: the server's channel delivered the recv's event")
+    wc = poll(server.cq, 0.5)
     check(wc is not None and wc.status == e.IBV_WC_SUCCESS and
           wc.opcode == e.IBV_WC_RECV and wc.wr_id == 7 and
           wc.byte_len == len(msg) and wc.qp_num == server.qp.qp_num,
