@@ -1,0 +1,176 @@
+/* A program built against the system's libibverbs (as any RDMA program is)
+ * and run on the drop-in through LD_LIBRARY_PATH. It checks what the header's
+ * inlines and the event fds do there:
+ *   - a completion channel fd set O_NONBLOCK: ibv_get_cq_event fails with
+ *     EAGAIN while nothing happened, poll(2) sees it readable once an armed
+ *     CQ got a completion, and the event names that CQ and its cq_context;
+ *   - a second event needs a new ibv_req_notify_cq (ibv_req_notify_cq(3));
+ *   - context->async_fd stays quiet while nothing happened;
+ *   - ibv_post_send with a bad opcode fails with EINVAL and bad_wr set.
+ * Prints "ok: ..." per check and "FAIL: ..." for a failed one; exit 1 then. */
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+static void check(int cond, const char *what) {
+  printf("%s: %s\n", cond ? "ok" : "FAIL", what);
+  if (!cond) failures++;
+}
+
+static void die(const char *what) {
+  printf("FAIL: %s (errno %d: %s)\n", what, errno, strerror(errno));
+  exit(1);
+}
+
+struct side {
+  struct ibv_context *ctx;
+  struct ibv_pd *pd;
+  struct ibv_comp_channel *ch;
+  struct ibv_cq *cq;
+  struct ibv_qp *qp;
+  struct ibv_mr *mr;
+  char buf[4096];
+  union ibv_gid gid;
+};
+
+static void open_side(struct ibv_device *dev, struct side *s) {
+  if (!(s->ctx = ibv_open_device(dev))) die("ibv_open_device");
+  if (!(s->pd = ibv_alloc_pd(s->ctx))) die("ibv_alloc_pd");
+  if (!(s->ch = ibv_create_comp_channel(s->ctx))) die("ibv_create_comp_channel");
+  if (!(s->cq = ibv_create_cq(s->ctx, 16, s, s->ch, 0))) die("ibv_create_cq");
+  s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (!s->mr) die("ibv_reg_mr");
+  struct ibv_qp_init_attr ia = {
+      .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+      .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
+              .max_recv_sge = 1}};
+  if (!(s->qp = ibv_create_qp(s->pd, &ia))) die("ibv_create_qp");
+  if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) die("ibv_query_gid");
+}
+
+static void connect_side(struct side *s, struct side *peer) {
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+                          .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    die("to INIT");
+  memset(&a, 0, sizeof(a));
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = peer->qp->qp_num;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = peer->gid;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                   IBV_QP_MAX_DEST_RD_ATOMIC |
+                                   IBV_QP_MIN_RNR_TIMER))
+    die("to RTR");
+  memset(&a, 0, sizeof(a));
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 1;
+  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+    die("to RTS");
+}
+
+static void post_recv(struct side *s, uint64_t id) {
+  struct ibv_sge sge = {(uintptr_t)s->buf, 64, s->mr->lkey};
+  struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
+  if (ibv_post_recv(s->qp, &wr, &bad)) die("ibv_post_recv");
+}
+
+static void post_send(struct side *s, uint64_t id) {
+  struct ibv_sge sge = {(uintptr_t)s->buf, 64, s->mr->lkey};
+  struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
+                           .opcode = IBV_WR_SEND,
+                           .send_flags = IBV_SEND_SIGNALED}, *bad;
+  if (ibv_post_send(s->qp, &wr, &bad)) die("ibv_post_send");
+}
+
+/* Whether fd is readable within ms milliseconds. */
+static int readable(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+int main(void) {
+  int n;
+  struct ibv_device **list = ibv_get_device_list(&n);
+  if (!list || n < 2) die("want two devices");
+  struct side *c = calloc(1, sizeof(*c)), *s = calloc(1, sizeof(*s));
+  open_side(list[0], c);
+  open_side(list[1], s);
+  connect_side(c, s);
+  connect_side(s, c);
+
+  int fl = fcntl(s->ch->fd, F_GETFL);
+  if (fcntl(s->ch->fd, F_SETFL, fl | O_NONBLOCK)) die("O_NONBLOCK");
+  struct ibv_cq *ev_cq;
+  void *ev_ctx;
+  errno = 0;
+  check(ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+        "no event yet: ibv_get_cq_event fails with EAGAIN");
+
+  if (ibv_req_notify_cq(s->cq, 0)) die("ibv_req_notify_cq");
+  post_recv(s, 1);
+  post_send(c, 2);
+  check(readable(s->ch->fd, 10000), "the channel fd becomes readable");
+  check(ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) == 0 && ev_cq == s->cq &&
+            ev_ctx == s,
+        "the event names the server CQ and its cq_context");
+  ibv_ack_cq_events(ev_cq, 1);
+  struct ibv_wc wc;
+  check(ibv_poll_cq(s->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+            wc.opcode == IBV_WC_RECV && wc.wr_id == 1 && wc.byte_len == 64,
+        "the recv is on the CQ");
+
+  /* Not re-armed: the next completion makes no event. */
+  post_recv(s, 3);
+  post_send(c, 4);
+  int got = 0;
+  for (int i = 0; i < 100000 && !got; i++) got = ibv_poll_cq(s->cq, 1, &wc);
+  check(got == 1 && wc.wr_id == 3, "the second recv completes");
+  check(!readable(s->ch->fd, 200), "without re-arming, no second event");
+
+  check(!readable(c->ctx->async_fd, 100), "no async event while all is well");
+
+  struct ibv_sge sge = {(uintptr_t)c->buf, 8, c->mr->lkey};
+  struct ibv_send_wr bad_op = {.wr_id = 9, .sg_list = &sge, .num_sge = 1,
+                               .opcode = (enum ibv_wr_opcode)77};
+  struct ibv_send_wr *bad = NULL;
+  int rc = ibv_post_send(c->qp, &bad_op, &bad);
+  check(rc == EINVAL && bad == &bad_op,
+        "a bad opcode fails with EINVAL and bad_wr set");
+
+  ibv_destroy_qp(c->qp);
+  ibv_destroy_qp(s->qp);
+  check(ibv_destroy_cq(s->cq) == 0, "the CQ is destroyed");
+  check(ibv_destroy_comp_channel(s->ch) == 0, "the channel is destroyed");
+  int closed = ibv_destroy_cq(c->cq) == 0 &&
+               ibv_destroy_comp_channel(c->ch) == 0;
+  struct side *sides[2] = {c, s};
+  for (int i = 0; i < 2; i++) {
+    closed = closed && ibv_dereg_mr(sides[i]->mr) == 0 &&
+             ibv_dealloc_pd(sides[i]->pd) == 0 &&
+             ibv_close_device(sides[i]->ctx) == 0;
+  }
+  check(closed, "every object is released and both devices close");
+  ibv_free_device_list(list);
+  printf("events_probe: %d failed\n", failures);
+  return failures ? 1 : 0;
+}
