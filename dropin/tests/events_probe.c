@@ -7,6 +7,9 @@
  *   - a second event needs a new ibv_req_notify_cq (ibv_req_notify_cq(3));
  *   - context->async_fd stays quiet while nothing happened;
  *   - ibv_post_send with a bad opcode fails with EINVAL and bad_wr set.
+ * With the argument "async" the server's QP takes its receives from an SRQ
+ * whose limit is armed, and it checks instead that the limit event
+ * (ibv_modify_srq(3)) reaches context->async_fd and ibv_get_async_event.
  * Prints "ok: ..." per check and "FAIL: ..." for a failed one; exit 1 then. */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,11 +38,12 @@ struct side {
   struct ibv_cq *cq;
   struct ibv_qp *qp;
   struct ibv_mr *mr;
+  struct ibv_srq *srq;
   char buf[4096];
   union ibv_gid gid;
 };
 
-static void open_side(struct ibv_device *dev, struct side *s) {
+static void open_side(struct ibv_device *dev, struct side *s, int use_srq) {
   if (!(s->ctx = ibv_open_device(dev))) die("ibv_open_device");
   if (!(s->pd = ibv_alloc_pd(s->ctx))) die("ibv_alloc_pd");
   if (!(s->ch = ibv_create_comp_channel(s->ctx))) die("ibv_create_comp_channel");
@@ -51,6 +55,11 @@ static void open_side(struct ibv_device *dev, struct side *s) {
       .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
       .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
               .max_recv_sge = 1}};
+  if (use_srq) {
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    if (!(s->srq = ibv_create_srq(s->pd, &sa))) die("ibv_create_srq");
+    ia.srq = s->srq;
+  }
   if (!(s->qp = ibv_create_qp(s->pd, &ia))) die("ibv_create_qp");
   if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) die("ibv_query_gid");
 }
@@ -91,7 +100,9 @@ static void connect_side(struct side *s, struct side *peer) {
 static void post_recv(struct side *s, uint64_t id) {
   struct ibv_sge sge = {(uintptr_t)s->buf, 64, s->mr->lkey};
   struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
-  if (ibv_post_recv(s->qp, &wr, &bad)) die("ibv_post_recv");
+  if (s->srq ? ibv_post_srq_recv(s->srq, &wr, &bad)
+             : ibv_post_recv(s->qp, &wr, &bad))
+    die("ibv_post_recv");
 }
 
 static void post_send(struct side *s, uint64_t id) {
@@ -108,15 +119,40 @@ static int readable(int fd, int ms) {
   return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
-int main(void) {
+/* The "async" mode: two receives on the server's SRQ, its limit armed at 2,
+ * one send consumes one, fewer than 2 remain: IBV_EVENT_SRQ_LIMIT_REACHED. */
+static int async_mode(struct side *c, struct side *s) {
+  post_recv(s, 1);
+  post_recv(s, 2);
+  struct ibv_srq_attr limit = {.srq_limit = 2};
+  if (ibv_modify_srq(s->srq, &limit, IBV_SRQ_LIMIT)) die("ibv_modify_srq");
+  check(!readable(s->ctx->async_fd, 100), "no async event before the send");
+  post_send(c, 3);
+  check(readable(s->ctx->async_fd, 20000), "async_fd becomes readable");
+  struct ibv_async_event ev;
+  int fl = fcntl(s->ctx->async_fd, F_GETFL);
+  if (fcntl(s->ctx->async_fd, F_SETFL, fl | O_NONBLOCK)) die("O_NONBLOCK");
+  check(ibv_get_async_event(s->ctx, &ev) == 0 &&
+            ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+            ev.element.srq == s->srq,
+        "ibv_get_async_event: IBV_EVENT_SRQ_LIMIT_REACHED on the server SRQ");
+  ibv_ack_async_event(&ev);
+  printf("events_probe: %d failed\n", failures);
+  return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
   int n;
+  setvbuf(stdout, NULL, _IOLBF, 0);
   struct ibv_device **list = ibv_get_device_list(&n);
   if (!list || n < 2) die("want two devices");
   struct side *c = calloc(1, sizeof(*c)), *s = calloc(1, sizeof(*s));
-  open_side(list[0], c);
-  open_side(list[1], s);
+  int async = argc > 1 && strcmp(argv[1], "async") == 0;
+  open_side(list[0], c, 0);
+  open_side(list[1], s, async);
   connect_side(c, s);
   connect_side(s, c);
+  if (async) return async_mode(c, s);
 
   int fl = fcntl(s->ch->fd, F_GETFL);
   if (fcntl(s->ch->fd, F_SETFL, fl | O_NONBLOCK)) die("O_NONBLOCK");

@@ -9,4 +9,10 @@ echo "${out}"
 [[ ${rc} == 0 ]] || fail "events_probe exited ${rc}"
 # It ran on the drop-in, not on the system's library (which has no sim0).
 grep -q 'events_probe: 0 failed' <<<"${out}" || fail "no summary line"
+
+# An async event: an SRQ's limit (events_probe.c, async_mode).
+out="$(run_bounded 60 "${probe}" async 2>&1)"
+rc=$?
+echo "${out}"
+[[ ${rc} == 0 ]] || fail "events_probe async exited ${rc}"
 echo "PASS"
