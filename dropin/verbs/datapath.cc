@@ -72,8 +72,9 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   std::vector<SendWr> wrs;
   size_t i = 0;
   for (ibv_send_wr* w = wr; w != nullptr; w = w->next, ++i) {
-    if (w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_TSO ||
-        w->opcode == IBV_WR_DRIVER1 || w->num_sge < 0) {
+    const int opcode = RawEnum(w->opcode);
+    if (opcode == IBV_WR_BIND_MW || opcode == IBV_WR_TSO ||
+        opcode == IBV_WR_DRIVER1 || w->num_sge < 0) {
       if (bad) *bad = w;
       if (w->num_sge < 0) return EINVAL;
       return Unsupported("ibv_post_send with this opcode (bind/TSO/driver)");
@@ -81,20 +82,20 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     SendWr s;
     s.wr_id = w->wr_id;
     s.sg_list = absl::MakeConstSpan(sges[i]);
-    s.opcode = static_cast<WrOpcode>(w->opcode);
+    s.opcode = static_cast<WrOpcode>(opcode);
     s.send_flags = w->send_flags;
-    if (w->opcode == IBV_WR_SEND_WITH_INV || w->opcode == IBV_WR_LOCAL_INV) {
+    if (opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_LOCAL_INV) {
       s.invalidate_rkey = w->invalidate_rkey;
     } else {
       s.imm_data = ntohl(w->imm_data);  // network order in ibv_send_wr
     }
-    if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-        w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    if (opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+        opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
       s.atomic.remote_addr = w->wr.atomic.remote_addr;
       s.atomic.compare_add = w->wr.atomic.compare_add;
       s.atomic.swap = w->wr.atomic.swap;
       s.atomic.rkey = w->wr.atomic.rkey;
-    } else if (qp->qp_type == IBV_QPT_UD) {
+    } else if (RawEnum(qp->qp_type) == IBV_QPT_UD) {
       s.ud.ah = w->wr.ud.ah ? WrapOf<AhWrap>(w->wr.ud.ah)->impl.get() : nullptr;
       s.ud.remote_qpn = w->wr.ud.remote_qpn;
       s.ud.remote_qkey = w->wr.ud.remote_qkey;

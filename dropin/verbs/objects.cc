@@ -42,8 +42,8 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
     errno = EINVAL;
     return nullptr;
   }
-  if (in->qp_type != IBV_QPT_RC && in->qp_type != IBV_QPT_UC &&
-      in->qp_type != IBV_QPT_UD) {
+  const int qp_type = RawEnum(in->qp_type);
+  if (qp_type != IBV_QPT_RC && qp_type != IBV_QPT_UC && qp_type != IBV_QPT_UD) {
     Unsupported("ibv_create_qp with a QP type other than RC, UC or UD");
     return nullptr;
   }
@@ -52,7 +52,7 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
   attr.recv_cq = WrapOf<CqWrap>(in->recv_cq)->impl.get();
   attr.srq = in->srq ? WrapOf<SrqWrap>(in->srq)->impl.get() : nullptr;
   attr.cap = ToCap(in->cap);
-  attr.qp_type = static_cast<QpType>(in->qp_type);
+  attr.qp_type = static_cast<QpType>(qp_type);
   attr.sq_sig_all = in->sq_sig_all != 0;
   absl::StatusOr<std::unique_ptr<Qp>> qp =
       WrapOf<PdWrap>(pd)->impl->CreateQp(attr);
@@ -254,9 +254,9 @@ int ibv_destroy_qp(ibv_qp* qp) {
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* in, int mask) {
   QpAttr attr;
-  attr.qp_state = static_cast<QpState>(in->qp_state);
-  attr.cur_qp_state = static_cast<QpState>(in->cur_qp_state);
-  attr.path_mtu = static_cast<Mtu>(in->path_mtu);
+  attr.qp_state = static_cast<QpState>(RawEnum(in->qp_state));
+  attr.cur_qp_state = static_cast<QpState>(RawEnum(in->cur_qp_state));
+  attr.path_mtu = static_cast<Mtu>(RawEnum(in->path_mtu));
   attr.qkey = in->qkey;
   attr.rq_psn = in->rq_psn;
   attr.sq_psn = in->sq_psn;

@@ -15,6 +15,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -127,6 +128,18 @@ inline Ctx* CtxOf(ibv_context* context) {
 template <typename Wrap, typename T>
 Wrap* WrapOf(T* object) {
   return reinterpret_cast<Wrap*>(object);
+}
+
+// The value of an enum field a program filled in, read as its bytes: a
+// program may store any number there (a bad opcode, say), and loading an
+// out-of-range value as the enum type is undefined (UBSan flags it). The sim
+// then rejects the number with EINVAL.
+template <typename E>
+int RawEnum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int), "ibverbs enums are int-sized");
+  int value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
 }
 
 // Conversions (convert.cc).
