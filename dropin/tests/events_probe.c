@@ -7,6 +7,9 @@
  *   - a second event needs a new ibv_req_notify_cq (ibv_req_notify_cq(3));
  *   - context->async_fd stays quiet while nothing happened;
  *   - ibv_post_send with a bad opcode fails with EINVAL and bad_wr set.
+ * With the argument "ex" the client uses ibv_create_cq_ex and a QP made by
+ * ibv_create_qp_ex with send_ops_flags, posts an RDMA write and an inline
+ * send with ibv_wr_*, and reads the completions with ibv_start_poll.
  * With the argument "async" the server's QP takes its receives from an SRQ
  * whose limit is armed, and it checks instead that the limit event
  * (ibv_modify_srq(3)) reaches context->async_fd and ibv_get_async_event.
@@ -43,11 +46,22 @@ struct side {
   union ibv_gid gid;
 };
 
-static void open_side(struct ibv_device *dev, struct side *s, int use_srq) {
+static struct ibv_cq_ex *cqx;  /* the client's CQ in "ex" mode */
+
+static void open_side(struct ibv_device *dev, struct side *s, int use_srq,
+                      int ex) {
   if (!(s->ctx = ibv_open_device(dev))) die("ibv_open_device");
   if (!(s->pd = ibv_alloc_pd(s->ctx))) die("ibv_alloc_pd");
   if (!(s->ch = ibv_create_comp_channel(s->ctx))) die("ibv_create_comp_channel");
-  if (!(s->cq = ibv_create_cq(s->ctx, 16, s, s->ch, 0))) die("ibv_create_cq");
+  if (ex) {
+    struct ibv_cq_init_attr_ex ca = {.cqe = 16, .cq_context = s,
+                                     .channel = s->ch,
+                                     .wc_flags = IBV_WC_STANDARD_FLAGS};
+    if (!(cqx = ibv_create_cq_ex(s->ctx, &ca))) die("ibv_create_cq_ex");
+    s->cq = ibv_cq_ex_to_cq(cqx);
+  } else if (!(s->cq = ibv_create_cq(s->ctx, 16, s, s->ch, 0))) {
+    die("ibv_create_cq");
+  }
   s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (!s->mr) die("ibv_reg_mr");
@@ -60,7 +74,17 @@ static void open_side(struct ibv_device *dev, struct side *s, int use_srq) {
     if (!(s->srq = ibv_create_srq(s->pd, &sa))) die("ibv_create_srq");
     ia.srq = s->srq;
   }
-  if (!(s->qp = ibv_create_qp(s->pd, &ia))) die("ibv_create_qp");
+  if (ex) {
+    struct ibv_qp_init_attr_ex xa = {
+        .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+        .cap = ia.cap, .pd = s->pd,
+        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE};
+    xa.cap.max_inline_data = 64;
+    if (!(s->qp = ibv_create_qp_ex(s->ctx, &xa))) die("ibv_create_qp_ex");
+  } else if (!(s->qp = ibv_create_qp(s->pd, &ia))) {
+    die("ibv_create_qp");
+  }
   if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) die("ibv_query_gid");
 }
 
@@ -141,6 +165,57 @@ static int async_mode(struct side *c, struct side *s) {
   return failures ? 1 : 0;
 }
 
+/* The "ex" mode: ibv_wr_* on the client, ibv_start_poll on its CQ. */
+static int ex_mode(struct side *c, struct side *s) {
+  check(ibv_qp_to_qp_ex(s->qp) == NULL,
+        "ibv_qp_to_qp_ex of a QP made without send_ops_flags is NULL");
+  struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(c->qp);
+  check(qx != NULL, "ibv_qp_to_qp_ex of the client QP");
+  if (!qx) return 1;
+  static const char text[] = "inline through ibv_wr_set_inline_data";
+  memset(c->buf, 0x5c, 256);
+  post_recv(s, 21);
+  ibv_wr_start(qx);
+  qx->wr_id = 11;
+  qx->wr_flags = IBV_SEND_SIGNALED;
+  ibv_wr_rdma_write(qx, s->mr->rkey, (uintptr_t)s->buf + 1024);
+  ibv_wr_set_sge(qx, c->mr->lkey, (uintptr_t)c->buf, 256);
+  qx->wr_id = 12;
+  ibv_wr_send(qx);
+  ibv_wr_set_inline_data(qx, (void *)text, sizeof(text));
+  check(ibv_wr_complete(qx) == 0, "ibv_wr_complete posts both WRs");
+
+  struct ibv_poll_cq_attr pa = {0};
+  int rc;
+  for (int i = 0; i < 1000000 && (rc = ibv_start_poll(cqx, &pa)) == ENOENT; i++)
+    ;
+  check(rc == 0 && cqx->wr_id == 11 && cqx->status == IBV_WC_SUCCESS &&
+            ibv_wc_read_opcode(cqx) == IBV_WC_RDMA_WRITE &&
+            ibv_wc_read_qp_num(cqx) == c->qp->qp_num,
+        "ibv_start_poll: the write completed SUCCESS");
+  if (rc == 0) {
+    for (int i = 0; i < 1000000 && (rc = ibv_next_poll(cqx)) == ENOENT; i++)
+      ;
+    check(rc == 0 && cqx->wr_id == 12 && cqx->status == IBV_WC_SUCCESS &&
+              ibv_wc_read_opcode(cqx) == IBV_WC_SEND,
+          "ibv_next_poll: the inline send completed SUCCESS");
+    ibv_end_poll(cqx);
+  }
+  unsigned char want[256];
+  memset(want, 0x5c, sizeof(want));
+  check(memcmp(s->buf + 1024, want, sizeof(want)) == 0,
+        "the written bytes are in the server's buffer");
+  struct ibv_wc wc;
+  int got = 0;
+  for (int i = 0; i < 1000000 && !got; i++) got = ibv_poll_cq(s->cq, 1, &wc);
+  check(got == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 21 &&
+            wc.byte_len == sizeof(text) &&
+            memcmp(s->buf, text, sizeof(text)) == 0,
+        "the inline send's bytes arrived");
+  printf("events_probe: %d failed\n", failures);
+  return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   int n;
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -148,11 +223,13 @@ int main(int argc, char **argv) {
   if (!list || n < 2) die("want two devices");
   struct side *c = calloc(1, sizeof(*c)), *s = calloc(1, sizeof(*s));
   int async = argc > 1 && strcmp(argv[1], "async") == 0;
-  open_side(list[0], c, 0);
-  open_side(list[1], s, async);
+  int ex = argc > 1 && strcmp(argv[1], "ex") == 0;
+  open_side(list[0], c, 0, ex);
+  open_side(list[1], s, async, 0);
   connect_side(c, s);
   connect_side(s, c);
   if (async) return async_mode(c, s);
+  if (ex) return ex_mode(c, s);
 
   int fl = fcntl(s->ch->fd, F_GETFL);
   if (fcntl(s->ch->fd, F_SETFL, fl | O_NONBLOCK)) die("O_NONBLOCK");

@@ -20,8 +20,10 @@ rc = lib.ibv_resize_cq(None, 64)
 print(f"RESULT ibv_resize_cq {rc} {ctypes.get_errno()}", flush=True)
 
 # Through pyverbs: the header's inline ibv_create_cq_ex reaches the
-# verbs_context entry, which is not covered.
+# verbs_context entry, which covers the standard completion fields but not
+# completion timestamps.
 try:
+    import pyverbs.enums as e
     from pyverbs.cq import CQEX, CqInitAttrEx
     from pyverbs.device import Context
     from pyverbs.pyverbs_error import PyverbsRDMAError
@@ -30,7 +32,12 @@ except ImportError as err:
     sys.exit(1)
 ctx = Context(name="sim0")
 try:
-    CQEX(ctx, CqInitAttrEx(cqe=16))
+    CQEX(ctx, CqInitAttrEx(
+        cqe=16, wc_flags=e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP))
     print("RESULT ibv_create_cq_ex created 0", flush=True)
 except PyverbsRDMAError as err:
     print(f"RESULT ibv_create_cq_ex None {err.error_code}", flush=True)
+
+# The standard fields are covered: this one is made.
+cq = CQEX(ctx, CqInitAttrEx(cqe=16, wc_flags=e.IBV_WC_STANDARD_FLAGS))
+print(f"RESULT ibv_create_cq_ex_standard made {cq is not None}", flush=True)

@@ -157,15 +157,11 @@ int QueryDeviceExOp(ibv_context* context,
   return 0;
 }
 
-ibv_cq_ex* CreateCqExOp(ibv_context*, ibv_cq_init_attr_ex*) {
-  Unsupported("ibv_create_cq_ex");
-  return nullptr;
-}
-
 }  // namespace
 
 namespace verbsim::dropin {
 ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* attr);
+ibv_cq_ex* CreateCqExOp(ibv_context* context, ibv_cq_init_attr_ex* attr);
 }
 
 extern "C" {

@@ -61,6 +61,7 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
     return nullptr;
   }
   auto* w = new QpWrap{};
+  std::memset(&w->qpx, 0, sizeof(w->qpx));
   w->impl = *std::move(qp);
   ibv_qp& q = w->qp;
   q.context = pd->context;
@@ -87,13 +88,26 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
 
 namespace verbsim::dropin {
 
-// verbs_context::create_qp_ex: the plain QP of an extended request (a PD, no
-// send_ops_flags); the rest (XRC, RSS, ibv_wr_* send ops) is not covered.
+// verbs_context::create_qp_ex: an RC, UC or UD QP of a PD, with the
+// ibv_wr_* send API when send_ops_flags asks for it (ibv_create_qp_ex(3));
+// XRC, RSS, TSO, memory window binds and the rest are not covered.
 ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* ex) {
   (void)context;
-  uint32_t known = IBV_QP_INIT_ATTR_PD;
+  const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if ((ex->comp_mask & ~known) != 0 || ex->pd == nullptr) {
-    Unsupported("ibv_create_qp_ex (beyond a PD in comp_mask)");
+    Unsupported("ibv_create_qp_ex (comp_mask beyond PD and SEND_OPS_FLAGS)");
+    return nullptr;
+  }
+  const uint64_t ops_known =
+      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+      IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+      IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+      IBV_QP_EX_WITH_SEND_WITH_INV;
+  const bool with_ops = (ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+  if (with_ops && (ex->send_ops_flags & ~ops_known) != 0) {
+    Unsupported(
+        "ibv_create_qp_ex with send_ops_flags TSO, BIND_MW or ATOMIC_WRITE");
     return nullptr;
   }
   ibv_qp_init_attr attr{};
@@ -105,7 +119,9 @@ ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* ex) {
   attr.qp_type = ex->qp_type;
   attr.sq_sig_all = ex->sq_sig_all;
   ibv_qp* qp = CreateQp(ex->pd, &attr);
-  if (qp != nullptr) ex->cap = attr.cap;
+  if (qp == nullptr) return nullptr;
+  ex->cap = attr.cap;
+  if (with_ops) InitQpEx(WrapOf<QpWrap>(qp));
   return qp;
 }
 
@@ -191,6 +207,12 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
   return 0;
 }
 
+ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
+  // NULL for a QP made without send_ops_flags, as rdma-core does.
+  QpWrap* w = WrapOf<QpWrap>(qp);
+  return w->extended ? &w->qpx : nullptr;
+}
+
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
                       ibv_comp_channel* channel, int comp_vector) {
   (void)comp_vector;
@@ -203,6 +225,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
     return nullptr;
   }
   auto* w = new CqWrap{};
+  std::memset(&w->cqx, 0, sizeof(w->cqx));
   w->impl = *std::move(cq);
   w->channel = ch;
   w->cq.context = context;

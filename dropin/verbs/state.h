@@ -75,9 +75,15 @@ struct ChannelWrap {
 };
 
 struct CqWrap {
-  ibv_cq cq;  // first
+  // First. A CQ from ibv_create_cq_ex is an ibv_cq_ex, whose first fields are
+  // those of ibv_cq (ibv_cq_ex_to_cq is a cast).
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cqx;
+  };
   std::unique_ptr<Cq> impl;
   ChannelWrap* channel = nullptr;
+  WorkCompletion current;  // the one start_poll/next_poll took (ibv_cq_ex)
 };
 
 struct PdWrap {
@@ -101,8 +107,18 @@ struct SrqWrap {
 };
 
 struct QpWrap {
-  ibv_qp qp;  // first
+  // First. A QP made with send_ops_flags is an ibv_qp_ex (qp_base first).
+  union {
+    ibv_qp qp;
+    ibv_qp_ex qpx;
+  };
   std::unique_ptr<Qp> impl;
+  bool extended = false;  // made with send_ops_flags: ibv_qp_to_qp_ex works
+  // The work requests between wr_start and wr_complete (ibv_wr_post(3)),
+  // with their SGE arrays and inline data kept alive until they are posted.
+  std::vector<SendWr> batch;
+  std::deque<std::vector<Sge>> batch_sges;
+  std::deque<std::string> batch_inline;
 };
 
 struct Ctx {
@@ -150,6 +166,10 @@ void FillPortAttr(const PortAttr& in, ibv_port_attr* out);
 AhAttr ToAhAttr(const ibv_ah_attr& in);
 void FromAhAttr(const AhAttr& in, ibv_ah_attr* out);
 void FillWc(const WorkCompletion& in, ibv_wc* out);
+
+// ibv_create_cq_ex / ibv_wr_* (extended.cc).
+void InitCqEx(CqWrap* w);
+void InitQpEx(QpWrap* w);
 
 // The context ops table (datapath.cc).
 int PollCq(ibv_cq* cq, int num, ibv_wc* wc);
