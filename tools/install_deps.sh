@@ -14,6 +14,8 @@ packages=(
   librdmacm-dev
   rdma-core
   ibverbs-utils
+  python3-pyverbs
+  binutils
   clang-14
   libclang-rt-14-dev
   lld

@@ -1,0 +1,45 @@
+# Sourced by the drop-in tests: points LD_LIBRARY_PATH at the drop-in
+# libibverbs.so.1 from the test's runfiles and checks for the Debian program
+# the test runs. Under --config=asan the library needs the ASan runtime first
+# in the process, which Debian's uninstrumented programs do not have: it is
+# preloaded then (the sanitizers' documented way for such hosts).
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+dropin_lib="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/verbs/libibverbs.so.1"
+[[ -f "${dropin_lib}" ]] || fail "no drop-in library at ${dropin_lib}"
+DROPIN_DIR="$(dirname "${dropin_lib}")"
+export LD_LIBRARY_PATH="${DROPIN_DIR}"
+export VERBSIM_DROPIN_DIR="${DROPIN_DIR}"
+
+# need FILE PACKAGE: fails with the install command when FILE is missing.
+need() {
+  [[ -e "$1" ]] || fail "$1 is missing; install it with: apt-get install $2 (tools/install_deps.sh)"
+}
+
+preload=()
+for rt in libasan libubsan libtsan; do
+  path="$(ldd "${dropin_lib}" | awk -v rt="${rt}" '$1 ~ "^"rt"\\.so" {print $3}')"
+  [[ -n "${path}" ]] && preload+=("${path}")
+done
+if [[ ${#preload[@]} -gt 0 ]]; then
+  export LD_PRELOAD="${preload[*]}"
+  # Debian's programs and Python are not built to be leak-checked.
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:${ASAN_OPTIONS}}"
+fi
+
+# killed_by_signal RC: whether an exit status is a death by a signal (a
+# program's own exit(-1) is 255, not a signal).
+killed_by_signal() {
+  [[ $1 -ge 128 && $1 -lt 255 ]]
+}
+
+# run_bounded SECONDS CMD...: runs CMD with a time bound (killed after it).
+run_bounded() {
+  local secs="$1"
+  shift
+  timeout --kill-after=5 "${secs}" "$@"
+}

@@ -1,0 +1,435 @@
+// Protection domains, memory regions, CQs, QPs, address handles and SRQs of
+// the drop-in libibverbs: each ibv_* object wraps the sim's verbsim object.
+// Failures return NULL or the errno, as ibverbs does, with the object state
+// unchanged (the sim checks the arguments before it changes anything).
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "dropin/verbs/state.h"
+
+using namespace verbsim;
+using namespace verbsim::dropin;
+
+namespace {
+
+template <typename T>
+void Erase(std::mutex& mu, std::vector<T*>& v, T* x) {
+  std::lock_guard<std::mutex> lock(mu);
+  v.erase(std::remove(v.begin(), v.end(), x), v.end());
+}
+
+QpCap ToCap(const ibv_qp_cap& in) {
+  QpCap cap;
+  cap.max_send_wr = in.max_send_wr;
+  cap.max_recv_wr = in.max_recv_wr;
+  cap.max_send_sge = in.max_send_sge;
+  cap.max_recv_sge = in.max_recv_sge;
+  cap.max_inline_data = in.max_inline_data;
+  return cap;
+}
+
+void FromCap(const QpCap& in, ibv_qp_cap* out) {
+  out->max_send_wr = in.max_send_wr;
+  out->max_recv_wr = in.max_recv_wr;
+  out->max_send_sge = in.max_send_sge;
+  out->max_recv_sge = in.max_recv_sge;
+  out->max_inline_data = in.max_inline_data;
+}
+
+ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
+  if (in == nullptr || in->send_cq == nullptr || in->recv_cq == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  const int qp_type = RawEnum(in->qp_type);
+  if (qp_type != IBV_QPT_RC && qp_type != IBV_QPT_UC && qp_type != IBV_QPT_UD) {
+    Unsupported("ibv_create_qp with a QP type other than RC, UC or UD");
+    return nullptr;
+  }
+  QpInitAttr attr;
+  attr.send_cq = WrapOf<CqWrap>(in->send_cq)->impl.get();
+  attr.recv_cq = WrapOf<CqWrap>(in->recv_cq)->impl.get();
+  attr.srq = in->srq ? WrapOf<SrqWrap>(in->srq)->impl.get() : nullptr;
+  attr.cap = ToCap(in->cap);
+  attr.qp_type = static_cast<QpType>(qp_type);
+  attr.sq_sig_all = in->sq_sig_all != 0;
+  absl::StatusOr<std::unique_ptr<Qp>> qp =
+      WrapOf<PdWrap>(pd)->impl->CreateQp(attr);
+  if (!qp.ok()) {
+    ErrnoFrom(qp.status(), "ibv_create_qp");
+    return nullptr;
+  }
+  auto* w = new QpWrap{};
+  std::memset(&w->qpx, 0, sizeof(w->qpx));
+  w->impl = *std::move(qp);
+  ibv_qp& q = w->qp;
+  q.context = pd->context;
+  q.qp_context = in->qp_context;
+  q.pd = pd;
+  q.send_cq = in->send_cq;
+  q.recv_cq = in->recv_cq;
+  q.srq = in->srq;
+  q.handle = w->impl->qp_num();
+  q.qp_num = w->impl->qp_num();
+  q.state = IBV_QPS_RESET;
+  q.qp_type = in->qp_type;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  // ibv_create_qp(3): the caps the QP got are returned in the init attr.
+  FromCap(w->impl->init_attr().cap, &in->cap);
+  Ctx* ctx = CtxOf(pd->context);
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  ctx->qps.push_back(w);
+  return &q;
+}
+
+}  // namespace
+
+namespace verbsim::dropin {
+
+// verbs_context::create_qp_ex: an RC, UC or UD QP of a PD, with the
+// ibv_wr_* send API when send_ops_flags asks for it (ibv_create_qp_ex(3));
+// XRC, RSS, TSO, memory window binds and the rest are not covered.
+ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* ex) {
+  (void)context;
+  const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if ((ex->comp_mask & ~known) != 0 || ex->pd == nullptr) {
+    Unsupported("ibv_create_qp_ex (comp_mask beyond PD and SEND_OPS_FLAGS)");
+    return nullptr;
+  }
+  const uint64_t ops_known =
+      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+      IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+      IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+      IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+      IBV_QP_EX_WITH_SEND_WITH_INV;
+  const bool with_ops = (ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+  if (with_ops && (ex->send_ops_flags & ~ops_known) != 0) {
+    Unsupported(
+        "ibv_create_qp_ex with send_ops_flags TSO, BIND_MW or ATOMIC_WRITE");
+    return nullptr;
+  }
+  ibv_qp_init_attr attr{};
+  attr.qp_context = ex->qp_context;
+  attr.send_cq = ex->send_cq;
+  attr.recv_cq = ex->recv_cq;
+  attr.srq = ex->srq;
+  attr.cap = ex->cap;
+  attr.qp_type = ex->qp_type;
+  attr.sq_sig_all = ex->sq_sig_all;
+  ibv_qp* qp = CreateQp(ex->pd, &attr);
+  if (qp == nullptr) return nullptr;
+  ex->cap = attr.cap;
+  if (with_ops) InitQpEx(WrapOf<QpWrap>(qp));
+  return qp;
+}
+
+}  // namespace verbsim::dropin
+
+extern "C" {
+
+ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  absl::StatusOr<std::unique_ptr<Pd>> pd = CtxOf(context)->impl->AllocPd();
+  if (!pd.ok()) {
+    ErrnoFrom(pd.status(), "ibv_alloc_pd");
+    return nullptr;
+  }
+  auto* w = new PdWrap{};
+  w->impl = *std::move(pd);
+  w->pd.context = context;
+  w->pd.handle = 0;
+  return &w->pd;
+}
+
+int ibv_dealloc_pd(ibv_pd* pd) {
+  auto* w = WrapOf<PdWrap>(pd);
+  absl::Status s = w->impl->Destroy();
+  if (!s.ok()) return ErrnoFrom(s, "ibv_dealloc_pd");
+  delete w;
+  return 0;
+}
+
+ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  absl::StatusOr<std::unique_ptr<Mr>> mr =
+      WrapOf<PdWrap>(pd)->impl->RegMr(addr, length, access);
+  if (!mr.ok()) {
+    ErrnoFrom(mr.status(), "ibv_reg_mr");
+    return nullptr;
+  }
+  auto* w = new MrWrap{};
+  w->impl = *std::move(mr);
+  w->mr.context = pd->context;
+  w->mr.pd = pd;
+  w->mr.addr = w->impl->addr();
+  w->mr.length = w->impl->length();
+  w->mr.lkey = w->impl->lkey();
+  w->mr.rkey = w->impl->rkey();
+  w->mr.handle = w->impl->lkey();
+  return &w->mr;
+}
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                         unsigned int access) {
+  if (iova != reinterpret_cast<uintptr_t>(addr)) {
+    Unsupported("ibv_reg_mr_iova2 with an iova other than the address");
+    return nullptr;
+  }
+  // The optional range is the device's to ignore (ibv_reg_mr(3)).
+  return ibv_reg_mr(pd, addr, length,
+                    static_cast<int>(access & ~IBV_ACCESS_OPTIONAL_RANGE));
+}
+
+ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                        int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, iova, access);
+}
+
+int ibv_dereg_mr(ibv_mr* mr) {
+  auto* w = WrapOf<MrWrap>(mr);
+  absl::Status s = w->impl->Destroy();
+  if (!s.ok()) return ErrnoFrom(s, "ibv_dereg_mr");
+  delete w;
+  return 0;
+}
+
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
+                 int access) {
+  auto* w = WrapOf<MrWrap>(mr);
+  Pd* new_pd = pd ? WrapOf<PdWrap>(pd)->impl.get() : nullptr;
+  absl::Status s = w->impl->Rereg(flags, new_pd, addr, length, access);
+  if (!s.ok()) return ErrnoFrom(s, "ibv_rereg_mr");
+  if (flags & IBV_REREG_MR_CHANGE_PD) w->mr.pd = pd;
+  w->mr.addr = w->impl->addr();
+  w->mr.length = w->impl->length();
+  w->mr.lkey = w->impl->lkey();
+  w->mr.rkey = w->impl->rkey();
+  return 0;
+}
+
+ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
+  // NULL for a QP made without send_ops_flags, as rdma-core does.
+  QpWrap* w = WrapOf<QpWrap>(qp);
+  return w->extended ? &w->qpx : nullptr;
+}
+
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
+                      ibv_comp_channel* channel, int comp_vector) {
+  (void)comp_vector;
+  Ctx* ctx = CtxOf(context);
+  ChannelWrap* ch = channel ? WrapOf<ChannelWrap>(channel) : nullptr;
+  absl::StatusOr<std::unique_ptr<Cq>> cq =
+      ctx->impl->CreateCq(cqe, ch ? ch->impl.get() : nullptr);
+  if (!cq.ok()) {
+    ErrnoFrom(cq.status(), "ibv_create_cq");
+    return nullptr;
+  }
+  auto* w = new CqWrap{};
+  std::memset(&w->cqx, 0, sizeof(w->cqx));
+  w->impl = *std::move(cq);
+  w->channel = ch;
+  w->cq.context = context;
+  w->cq.channel = channel;
+  w->cq.cq_context = cq_context;
+  w->cq.cqe = w->impl->cqe();
+  pthread_mutex_init(&w->cq.mutex, nullptr);
+  pthread_cond_init(&w->cq.cond, nullptr);
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  ctx->cqs.push_back(w);
+  return &w->cq;
+}
+
+int ibv_destroy_cq(ibv_cq* cq) {
+  auto* w = WrapOf<CqWrap>(cq);
+  Ctx* ctx = CtxOf(cq->context);
+  absl::Status s = w->impl->Destroy();
+  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_cq");
+  Erase(ctx->mu, ctx->cqs, w);
+  if (w->channel != nullptr) {
+    // Events of this CQ not yet taken are dropped with it.
+    std::lock_guard<std::mutex> lock(w->channel->mu);
+    auto& ev = w->channel->events;
+    ev.erase(std::remove(ev.begin(), ev.end(), w->impl.get()), ev.end());
+  }
+  delete w;
+  return 0;
+}
+
+int ibv_resize_cq(ibv_cq* cq, int cqe) {
+  (void)cq;
+  (void)cqe;
+  return Unsupported("ibv_resize_cq");
+}
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  return CreateQp(pd, attr);
+}
+
+int ibv_destroy_qp(ibv_qp* qp) {
+  auto* w = WrapOf<QpWrap>(qp);
+  Ctx* ctx = CtxOf(qp->context);
+  absl::Status s = w->impl->Destroy();
+  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_qp");
+  Erase(ctx->mu, ctx->qps, w);
+  delete w;
+  return 0;
+}
+
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* in, int mask) {
+  QpAttr attr;
+  attr.qp_state = static_cast<QpState>(RawEnum(in->qp_state));
+  attr.cur_qp_state = static_cast<QpState>(RawEnum(in->cur_qp_state));
+  attr.path_mtu = static_cast<Mtu>(RawEnum(in->path_mtu));
+  attr.qkey = in->qkey;
+  attr.rq_psn = in->rq_psn;
+  attr.sq_psn = in->sq_psn;
+  attr.dest_qp_num = in->dest_qp_num;
+  attr.qp_access_flags = in->qp_access_flags;
+  attr.cap = ToCap(in->cap);
+  attr.ah_attr = ToAhAttr(in->ah_attr);
+  attr.pkey_index = in->pkey_index;
+  attr.en_sqd_async_notify = in->en_sqd_async_notify != 0;
+  attr.max_rd_atomic = in->max_rd_atomic;
+  attr.max_dest_rd_atomic = in->max_dest_rd_atomic;
+  attr.min_rnr_timer = in->min_rnr_timer;
+  attr.port_num = in->port_num;
+  attr.timeout = in->timeout;
+  attr.retry_cnt = in->retry_cnt;
+  attr.rnr_retry = in->rnr_retry;
+  absl::Status s = WrapOf<QpWrap>(qp)->impl->Modify(attr, mask);
+  if (!s.ok()) return ErrnoFrom(s, "ibv_modify_qp");
+  if (mask & IBV_QP_STATE) qp->state = in->qp_state;
+  return 0;
+}
+
+int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* out, int mask,
+                 ibv_qp_init_attr* init) {
+  (void)mask;  // every attribute is returned, as providers do
+  auto* w = WrapOf<QpWrap>(qp);
+  absl::StatusOr<QpAttr> a = w->impl->Query();
+  if (!a.ok()) return ErrnoFrom(a.status(), "ibv_query_qp");
+  std::memset(out, 0, sizeof(*out));
+  out->qp_state = static_cast<ibv_qp_state>(a->qp_state);
+  out->cur_qp_state = static_cast<ibv_qp_state>(a->cur_qp_state);
+  out->path_mtu = static_cast<ibv_mtu>(a->path_mtu);
+  out->qkey = a->qkey;
+  out->rq_psn = a->rq_psn;
+  out->sq_psn = a->sq_psn;
+  out->dest_qp_num = a->dest_qp_num;
+  out->qp_access_flags = a->qp_access_flags;
+  FromCap(a->cap, &out->cap);
+  FromAhAttr(a->ah_attr, &out->ah_attr);
+  out->pkey_index = a->pkey_index;
+  out->en_sqd_async_notify = a->en_sqd_async_notify;
+  out->sq_draining = a->sq_draining;
+  out->max_rd_atomic = a->max_rd_atomic;
+  out->max_dest_rd_atomic = a->max_dest_rd_atomic;
+  out->min_rnr_timer = a->min_rnr_timer;
+  out->port_num = a->port_num;
+  out->timeout = a->timeout;
+  out->retry_cnt = a->retry_cnt;
+  out->rnr_retry = a->rnr_retry;
+  if (init != nullptr) {
+    std::memset(init, 0, sizeof(*init));
+    init->qp_context = qp->qp_context;
+    init->send_cq = qp->send_cq;
+    init->recv_cq = qp->recv_cq;
+    init->srq = qp->srq;
+    FromCap(w->impl->init_attr().cap, &init->cap);
+    init->qp_type = qp->qp_type;
+    init->sq_sig_all = w->impl->init_attr().sq_sig_all;
+  }
+  qp->state = out->qp_state;
+  return 0;
+}
+
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  absl::StatusOr<std::unique_ptr<Ah>> ah =
+      WrapOf<PdWrap>(pd)->impl->CreateAh(ToAhAttr(*attr));
+  if (!ah.ok()) {
+    ErrnoFrom(ah.status(), "ibv_create_ah");
+    return nullptr;
+  }
+  auto* w = new AhWrap{};
+  w->impl = *std::move(ah);
+  w->ah.context = pd->context;
+  w->ah.pd = pd;
+  return &w->ah;
+}
+
+int ibv_destroy_ah(ibv_ah* ah) {
+  auto* w = WrapOf<AhWrap>(ah);
+  absl::Status s = w->impl->Destroy();
+  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_ah");
+  delete w;
+  return 0;
+}
+
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
+  SrqAttr attr;
+  attr.max_wr = in->attr.max_wr;
+  attr.max_sge = in->attr.max_sge;
+  attr.srq_limit = in->attr.srq_limit;
+  absl::StatusOr<std::unique_ptr<Srq>> srq =
+      WrapOf<PdWrap>(pd)->impl->CreateSrq(attr);
+  if (!srq.ok()) {
+    ErrnoFrom(srq.status(), "ibv_create_srq");
+    return nullptr;
+  }
+  auto* w = new SrqWrap{};
+  w->impl = *std::move(srq);
+  w->srq.context = pd->context;
+  w->srq.srq_context = in->srq_context;
+  w->srq.pd = pd;
+  w->srq.handle = w->impl->srq_id();
+  pthread_mutex_init(&w->srq.mutex, nullptr);
+  pthread_cond_init(&w->srq.cond, nullptr);
+  Ctx* ctx = CtxOf(pd->context);
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  ctx->srqs.push_back(w);
+  return &w->srq;
+}
+
+int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* in, int mask) {
+  SrqAttr attr;
+  attr.max_wr = in->max_wr;
+  attr.max_sge = in->max_sge;
+  attr.srq_limit = in->srq_limit;
+  absl::Status s = WrapOf<SrqWrap>(srq)->impl->Modify(attr, mask);
+  return s.ok() ? 0 : ErrnoFrom(s, "ibv_modify_srq");
+}
+
+int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* out) {
+  absl::StatusOr<SrqAttr> a = WrapOf<SrqWrap>(srq)->impl->Query();
+  if (!a.ok()) return ErrnoFrom(a.status(), "ibv_query_srq");
+  out->max_wr = a->max_wr;
+  out->max_sge = a->max_sge;
+  out->srq_limit = a->srq_limit;
+  return 0;
+}
+
+int ibv_destroy_srq(ibv_srq* srq) {
+  auto* w = WrapOf<SrqWrap>(srq);
+  Ctx* ctx = CtxOf(srq->context);
+  absl::Status s = w->impl->Destroy();
+  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_srq");
+  Erase(ctx->mu, ctx->srqs, w);
+  delete w;
+  return 0;
+}
+
+int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  Gid g;
+  std::memcpy(g.data(), gid->raw, 16);
+  absl::Status s = WrapOf<QpWrap>(qp)->impl->AttachMcast(g, lid);
+  return s.ok() ? 0 : ErrnoFrom(s, "ibv_attach_mcast");
+}
+
+int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  Gid g;
+  std::memcpy(g.data(), gid->raw, 16);
+  absl::Status s = WrapOf<QpWrap>(qp)->impl->DetachMcast(g, lid);
+  return s.ok() ? 0 : ErrnoFrom(s, "ibv_detach_mcast");
+}
+
+}  // extern "C"

@@ -1,0 +1,187 @@
+// The drop-in libibverbs.so.1: the C objects handed to programs and the
+// verbsim objects behind them. Every ibv_* struct is the first member of its
+// wrapper, so the wrapper is found from the pointer a program passes back.
+#ifndef VERBSIM_DROPIN_VERBS_STATE_H_
+#define VERBSIM_DROPIN_VERBS_STATE_H_
+
+#include <infiniband/verbs.h>
+
+// The header turns these exported names into macros over inline helpers;
+// this library defines the exported functions themselves.
+#undef ibv_get_device_list
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/provider.h"
+#include "core/verbs.h"
+
+namespace verbsim::dropin {
+
+// Prints "libibverbs (verbsim): <message>" on stderr, one line.
+void Warn(const std::string& message);
+// A call the library does not cover: says so once per function, sets errno to
+// EOPNOTSUPP and returns EOPNOTSUPP (the caller returns NULL where the verb
+// returns a pointer).
+int Unsupported(const char* function);
+// The errno of a failed status (EINVAL when it carries none), with a line on
+// stderr when VERBSIM_DEBUG is set.
+int ErrnoFrom(const absl::Status& status, const char* function);
+
+// The fabric of this process, made from the environment on first use; null
+// (after one line on stderr naming the bad variable) when the environment is
+// invalid.
+Provider* GetProvider();
+
+struct Device {
+  ibv_device dev;  // first
+  int index = 0;
+};
+
+// A byte pipe whose read end becomes readable when an event is queued, as
+// the fds of a completion channel and of a context's async events do.
+struct EventPipe {
+  int read_fd = -1;
+  int write_fd = -1;
+  bool Open();
+  void Close();
+  void Signal();
+  // Takes one byte: blocks unless the read end is O_NONBLOCK; false when none.
+  bool Take();
+};
+
+struct Ctx;
+
+struct ChannelWrap {
+  ibv_comp_channel ch;  // first
+  std::unique_ptr<CompChannel> impl;
+  Ctx* ctx = nullptr;
+  EventPipe pipe;
+  std::mutex mu;
+  std::deque<Cq*> events;  // the sim CQs that got an event, in order
+  bool stop = false;
+  std::thread pump;  // waits on the sim channel and feeds `events` and the pipe
+};
+
+struct CqWrap {
+  // First. A CQ from ibv_create_cq_ex is an ibv_cq_ex, whose first fields are
+  // those of ibv_cq (ibv_cq_ex_to_cq is a cast).
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cqx;
+  };
+  std::unique_ptr<Cq> impl;
+  ChannelWrap* channel = nullptr;
+  WorkCompletion current;  // the one start_poll/next_poll took (ibv_cq_ex)
+};
+
+struct PdWrap {
+  ibv_pd pd;  // first
+  std::unique_ptr<Pd> impl;
+};
+
+struct MrWrap {
+  ibv_mr mr;  // first
+  std::unique_ptr<Mr> impl;
+};
+
+struct AhWrap {
+  ibv_ah ah;  // first
+  std::unique_ptr<Ah> impl;
+};
+
+struct SrqWrap {
+  ibv_srq srq;  // first
+  std::unique_ptr<Srq> impl;
+};
+
+struct QpWrap {
+  // First. A QP made with send_ops_flags is an ibv_qp_ex (qp_base first).
+  union {
+    ibv_qp qp;
+    ibv_qp_ex qpx;
+  };
+  std::unique_ptr<Qp> impl;
+  bool extended = false;  // made with send_ops_flags: ibv_qp_to_qp_ex works
+  // The work requests between wr_start and wr_complete (ibv_wr_post(3)),
+  // with their SGE arrays and inline data kept alive until they are posted.
+  std::vector<SendWr> batch;
+  std::deque<std::vector<Sge>> batch_sges;
+  std::deque<std::string> batch_inline;
+};
+
+struct Ctx {
+  verbs_context vctx;  // first; its last member is the ibv_context handed out
+  std::unique_ptr<Context> impl;
+  // Objects by the numbers the sim's events carry, and sim CQs by address.
+  std::mutex mu;
+  std::vector<CqWrap*> cqs;
+  std::vector<QpWrap*> qps;
+  std::vector<SrqWrap*> srqs;
+  // Async events: a thread moves them from the sim into `async` and the pipe
+  // behind context.async_fd.
+  EventPipe async_pipe;
+  std::deque<ibv_async_event> async;
+  bool stop = false;
+  std::thread async_pump;
+};
+
+inline Ctx* CtxOf(ibv_context* context) {
+  verbs_context* v = verbs_get_ctx(context);
+  return reinterpret_cast<Ctx*>(v);
+}
+template <typename Wrap, typename T>
+Wrap* WrapOf(T* object) {
+  return reinterpret_cast<Wrap*>(object);
+}
+
+// The value of an enum field a program filled in, read as its bytes: a
+// program may store any number there (a bad opcode, say), and loading an
+// out-of-range value as the enum type is undefined (UBSan flags it). The sim
+// then rejects the number with EINVAL.
+template <typename E>
+int RawEnum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int), "ibverbs enums are int-sized");
+  int value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
+// Conversions (convert.cc).
+void FillDeviceAttr(const DeviceAttr& in, const ibv_device& dev, int index,
+                    ibv_device_attr* out);
+uint64_t NodeGuid(int index);  // network order, as ibv_get_device_guid
+void FillPortAttr(const PortAttr& in, ibv_port_attr* out);
+AhAttr ToAhAttr(const ibv_ah_attr& in);
+void FromAhAttr(const AhAttr& in, ibv_ah_attr* out);
+void FillWc(const WorkCompletion& in, ibv_wc* out);
+
+// ibv_create_cq_ex / ibv_wr_* (extended.cc).
+void InitCqEx(CqWrap* w);
+void InitQpEx(QpWrap* w);
+
+// The context ops table (datapath.cc).
+int PollCq(ibv_cq* cq, int num, ibv_wc* wc);
+int ReqNotifyCq(ibv_cq* cq, int solicited_only);
+int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+
+// Async events (events.cc).
+void StartAsyncPump(Ctx* ctx);
+void StopAsyncPump(Ctx* ctx);
+
+}  // namespace verbsim::dropin
+
+#endif  // VERBSIM_DROPIN_VERBS_STATE_H_
