@@ -585,7 +585,15 @@ class RkeyHarness {
       SendWr& w = b.wr;
       w.wr_id = next_wr_id_++;
       w.send_flags = b.signaled ? kSendSignaled : 0;
-      if (flags & kFlagInline) w.send_flags |= kSendInline;
+      // On rxe an inline READ or atomic fails only when its response
+      // arrives, after the WRs behind it have reached the responder (whose
+      // effects this oracle does not follow): there it is the batch's last.
+      const bool fails_on_arrival =
+          (b.kind == RemoteKind::kRead || atomic) &&
+          !rules_.post_send.inline_needs_send_or_write;
+      if ((flags & kFlagInline) && (!fails_on_arrival || i + 1 == n)) {
+        w.send_flags |= kSendInline;
+      }
       if (flags & kFlagFence) w.send_flags |= kSendFence;
       switch (b.kind) {
         case RemoteKind::kWrite: w.opcode = WrOpcode::kRdmaWrite; break;
