@@ -14,6 +14,8 @@ packages=(
   librdmacm-dev
   rdma-core
   ibverbs-utils
+  perftest
+  rdmacm-utils
   python3-pyverbs
   binutils
   clang-14
