@@ -923,12 +923,15 @@ class RkeyHarness {
       }
       return msg;
     };
-    auto scatter = [&](const uint8_t* data) {
+    // The first `len` bytes of the message into the local SGEs.
+    auto scatter = [&](const uint8_t* data, size_t len) {
       size_t at = 0;
       for (const Sge& s : b.sges) {
+        const size_t n = std::min<size_t>(s.length, len - at);
         std::memcpy(local_->shadow().data() + local_->Offset(s.addr),
-                    data + at, s.length);
-        at += s.length;
+                    data + at, n);
+        at += n;
+        if (at == len) break;
       }
     };
     switch (b.kind) {
@@ -939,7 +942,7 @@ class RkeyHarness {
         break;
       }
       case RemoteKind::kRead:
-        scatter(t);
+        scatter(t, b.length);
         break;
       case RemoteKind::kCmpSwap:
       case RemoteKind::kFetchAdd: {
@@ -952,9 +955,11 @@ class RkeyHarness {
           now = orig + b.wr.atomic.compare_add;
         }
         std::memcpy(t, &now, 8);
+        // The original value lands in the first 8 bytes of the SGE list
+        // (rxe takes any list of 8 bytes or more: rxe_comp.c copy_data).
         uint8_t bytes[8];
         std::memcpy(bytes, &orig, 8);
-        scatter(bytes);
+        scatter(bytes, 8);
         break;
       }
       case RemoteKind::kSendInv:
