@@ -140,6 +140,24 @@ void OnRnrNak(QpCore& qp, uint32_t psn, uint8_t timer) {
 }
 
 void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
+  if (code != NakCode::kPsnSequenceError &&
+      qp.node->fabric->profile().iwarp.remote_errors_terminate) {
+    // The NAK stands for the responder's TERMINATE: the connection ends and
+    // everything outstanding is flushed (siw_qp_rx.c, siw_qp_cm_drop). The
+    // SENDs and WRITEs sent by then had completed SUCCESS (IwarpRules::
+    // completes_on_transmit), the one that failed included.
+    if (qp.node->fabric->profile().iwarp.completes_on_transmit) {
+      for (SendWqe& w : qp.sq) {
+        if (w.phase != SendWqe::Phase::kInFlight || IsRdAtomic(w.opcode)) {
+          break;
+        }
+        w.phase = SendWqe::Phase::kDone;
+      }
+      CompleterRun(qp);
+    }
+    EnterError(qp);
+    return;
+  }
   SendWqe* w = InFlightHolding(qp, psn);
   if (w == nullptr) return;
   switch (code) {
@@ -181,7 +199,8 @@ bool ResponseSgesOk(QpCore& qp, SendWqe& w) {
                     kAccessLocalWrite) == AccessResult::kOk) {
     return true;
   }
-  Fail(qp, w, profile.bad_lkey_status);
+  Fail(qp, w, w.opcode == WrOpcode::kRdmaRead ? profile.read_sink_status
+                                               : profile.bad_lkey_status);
   return false;
 }
 

@@ -100,6 +100,21 @@ WorkCompletion FlushedRecv(const QpCore& qp, const RecvWqe& r) {
   return wc;
 }
 
+// iWARP: an error at the requester ends the connection too; the TERMINATE
+// (siw_qp_tx.c siw_qp_sq_process's error path, siw_qp_cm_drop) moves the
+// peer to ERR. A NAK stands for it on the sim's wire (completer.cc OnNak).
+void TerminatePeer(QpCore& qp) {
+  if (qp.type != QpType::kRc || qp.dest_node < 0 ||
+      !qp.node->fabric->profile().iwarp.remote_errors_terminate) {
+    return;
+  }
+  Packet p;
+  p.opcode = RcOp::kAcknowledge;
+  p.psn = qp.req_psn;
+  p.syndrome = NakSyndrome(NakCode::kRemoteOperationalError);
+  TransmitFrom(qp, std::move(p));
+}
+
 }  // namespace
 
 void CompleterRun(QpCore& qp) {
@@ -111,6 +126,7 @@ void CompleterRun(QpCore& qp) {
     if (w.holds_rd_atomic) --qp.rd_atomic_in_flight;
     if (w.status != WcStatus::kSuccess) {
       PushCompletion(*qp.send_cq, SendCompletion(qp, w, w.status), false);
+      TerminatePeer(qp);
       EnterError(qp);
       return;
     }

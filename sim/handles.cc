@@ -489,6 +489,10 @@ class SimQp : public Qp {
   QpType type() const override { return st_->type; }
   verbsim::QpState state() const override {
     Lock lock(*fabric_);
+    // What ibv_query_qp says (siw: never the state; see Query()).
+    if (!fabric_->profile().iwarp.query_reports_qp_attrs) {
+      return verbsim::QpState::kReset;
+    }
     return st_->state;
   }
   Pd* pd() const override { return pd_; }
@@ -508,6 +512,22 @@ class SimQp : public Qp {
     a.qp_state = st_->state;
     a.cur_qp_state = st_->state;
     a.cap = st_->cap;
+    const SimProfile& profile = fabric_->profile();
+    if (!profile.iwarp.query_reports_qp_attrs) {
+      // siw_verbs.c siw_query_qp fills the caps, the netdev's MTU, the
+      // inbound and outbound read depths and fixed access flags; the rest
+      // stays zero (state RESET, no PSNs, no destination).
+      QpAttr q;
+      q.cap = st_->cap;
+      q.cap.max_inline_data =
+          static_cast<uint32_t>(profile.device.max_inline_data);
+      q.path_mtu = profile.port.active_mtu;
+      q.max_rd_atomic = a.max_dest_rd_atomic;       // irq_size
+      q.max_dest_rd_atomic = a.max_rd_atomic;       // orq_size
+      q.qp_access_flags =
+          kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+      return q;
+    }
     return a;
   }
   absl::Status PostSend(absl::Span<const SendWr> wrs,
@@ -663,6 +683,10 @@ class SimQp : public Qp {
     }
     (void)lid;  // RoCE: the LID is unused
     return absl::OkStatus();
+  }
+  void MarkCmConnected() {
+    Lock lock(*fabric_);
+    st_->cm_connected = true;
   }
   SimQpStats Stats() const {
     Lock lock(*fabric_);
@@ -820,6 +844,11 @@ class SimPd : public Pd {
       return Errno(EINVAL, "qp_type %d is not RC, UC or UD",
                    static_cast<int>(init.qp_type));
     }
+    if (fabric_->profile().iwarp.rc_only && init.qp_type != QpType::kRc) {
+      // siw_verbs.c siw_create_qp: "only RC QP's supported".
+      return Errno(EOPNOTSUPP, "%s QPs: profile %s has RC QPs only",
+                   QpTypeName(init.qp_type), fabric_->profile().name);
+    }
     auto* scq = dynamic_cast<SimCq*>(init.send_cq);
     auto* rcq = dynamic_cast<SimCq*>(init.recv_cq);
     if (scq == nullptr || rcq == nullptr) {
@@ -896,6 +925,17 @@ class SimPd : public Pd {
     if (attr.port_num != 1) {
       return Errno(EINVAL, "ah port_num %d: the device has port 1 only",
                    attr.port_num);
+    }
+    if (!fabric_->profile().iwarp.has_ah) {
+      // ibv_create_ah(3) checks the port and the GID index against the
+      // port's table; then rdma-core providers/siw/siw.c siw_create_ah
+      // returns NULL.
+      if (attr.sgid_index >= fabric_->profile().port.gid_tbl_len) {
+        return Errno(EINVAL, "sgid_index %d beyond the GID table of %d",
+                     attr.sgid_index, fabric_->profile().port.gid_tbl_len);
+      }
+      return Errno(EOPNOTSUPP, "ibv_create_ah: profile %s has no address "
+                   "handles", fabric_->profile().name);
     }
     if (!attr.is_global) {
       return Errno(EINVAL, "RoCE address handles need a GRH (is_global)");
@@ -1076,6 +1116,11 @@ std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
 std::string SimQpDebugString(const Qp* qp) {
   const auto* sim_qp = dynamic_cast<const SimQp*>(qp);
   return sim_qp == nullptr ? std::string() : sim_qp->DebugString();
+}
+
+void MarkSimQpCmConnected(Qp* qp) {
+  auto* sim_qp = dynamic_cast<SimQp*>(qp);
+  if (sim_qp != nullptr) sim_qp->MarkCmConnected();
 }
 
 bool GetSimQpStats(const Qp* qp, SimQpStats* out) {

@@ -34,6 +34,10 @@ struct SimQpStats {
 };
 bool GetSimQpStats(const Qp* qp, SimQpStats* out);
 
+// Marks a sim QP as connected through the connection manager (an iWARP
+// profile lets only such QPs enter RTS); a QP of another provider is left.
+void MarkSimQpCmConnected(Qp* qp);
+
 // The transport state of a sim QP in one line (queues, PSNs, timers), for
 // debugging and teaching; empty for a QP of another provider.
 std::string SimQpDebugString(const Qp* qp);

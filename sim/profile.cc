@@ -48,6 +48,35 @@ PortAttr JumboPort() {
   return p;
 }
 
+// Device and port limits as kernel siw reports them (siw.h SIW_MAX_*,
+// siw_verbs.c siw_query_device / siw_query_port; the guest's siw0 agrees).
+void SiwLimits(SimProfile& p) {
+  DeviceAttr& d = p.device;
+  d.vendor_id = 0x626d74;  // SIW_VENDOR_ID
+  d.page_size_cap = 4096;
+  d.max_qp = 1024 * 100;
+  d.max_qp_wr = 1024 * 32;
+  d.max_sge = 6;     // SIW_MAX_SGE
+  d.max_sge_rd = 1;  // SIW_MAX_SGE_RD: "iwarp limitation"
+  d.max_cq = 1024 * 100;
+  d.max_cqe = 1024 * 32 * 100;
+  d.max_mr = 1024 * 100 * 10;
+  d.max_pd = 1024 * 100;
+  d.max_qp_rd_atom = 128;
+  d.max_qp_init_rd_atom = 128;
+  // SIW_MAX_INLINE: five 16-byte SGEs' worth (what the hw provider's probe
+  // finds on siw0).
+  d.max_inline_data = 80;
+  d.max_mw = 0;
+  d.max_ah = 0;
+  d.max_srq = 1024 * 100;
+  d.max_srq_wr = 1024 * 32 * 10;
+  d.max_srq_sge = 6;
+  d.atomic_cap = AtomicCap::kNone;
+  // iWARP has no partitions: siw_query_port leaves pkey_tbl_len 0.
+  p.port.pkey_tbl_len = 0;
+}
+
 }  // namespace
 
 absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
@@ -116,10 +145,58 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
                                kQpRetryCnt | kQpRnrRetry;
     return p;
   }
+  if (name == "siw") {
+    p.name = "siw";
+    SiwLimits(p);
+    // Kernel 6.1 ib_core and siw_verbs.c siw_reg_user_mr, as probed in the
+    // guest (the same rules as rxe's but rkey_needs_remote_access).
+    p.one_key_for_both = true;
+    p.ignored_access_bits = kAccessHugeTlb | kAccessOptionalRange;
+    p.accepts_zero_based = true;
+    p.on_demand_errno = EINVAL;
+    p.zero_length_mr = false;
+    p.supports_rereg = false;
+    // siw_qp_tx.c siw_qp_sq_process: a failed SQE completes LOC_QP_OP_ERR;
+    // a READ's sink is checked by the receive path (siw_qp_rx.c
+    // siw_check_sge: LOC_PROT_ERR).
+    p.bad_lkey_status = WcStatus::kLocQpOpErr;
+    p.gather_key_lookup_status = WcStatus::kLocQpOpErr;
+    p.read_sink_status = WcStatus::kLocProtErr;
+    // siw_qp_rx.c: a receive that fails its check completes GENERAL_ERR; one
+    // too small LOC_LEN_ERR (siw_proc_send); the sender's SEND has
+    // completed SUCCESS already and the TERMINATE ends the connection.
+    p.recv_access_status = WcStatus::kGeneralErr;
+    p.recv_too_small_status = WcStatus::kLocLenErr;
+    // rdma-core 44 providers/siw/siw.c.
+    p.post_send.refused_opcodes =
+        (1u << static_cast<int>(WrOpcode::kRdmaWriteWithImm)) |
+        (1u << static_cast<int>(WrOpcode::kSendWithImm)) |
+        (1u << static_cast<int>(WrOpcode::kAtomicCmpAndSwp)) |
+        (1u << static_cast<int>(WrOpcode::kAtomicFetchAndAdd)) |
+        (1u << static_cast<int>(WrOpcode::kLocalInv)) |
+        (1u << static_cast<int>(WrOpcode::kBindMw));
+    p.post_send.library_sge_limit = 6;
+    p.post_send.library_inline_limit = 80;
+    p.post_send.recv_may_have_no_sge = false;
+    // siw_verbs.c siw_verbs_modify_qp maps the state and the access flags
+    // and ignores the IB attributes (and ib_core does not check them for an
+    // iWARP device): no value is range-checked.
+    p.modify_unchecked_attrs = ~static_cast<uint32_t>(kQpState);
+    p.flushes_send_posted_in_err = false;
+    p.iwarp.rts_needs_cm = true;
+    p.iwarp.query_reports_qp_attrs = false;
+    p.iwarp.completes_on_transmit = true;
+    p.iwarp.remote_errors_terminate = true;
+    p.iwarp.checks_qp_access = false;
+    p.iwarp.read_needs_remote_read = false;
+    p.iwarp.has_ah = false;
+    p.iwarp.rc_only = true;
+    return p;
+  }
   return Errno(ENOENT, "no sim profile named '%s' (known: %s)", name,
                absl::StrJoin(ProfileNames(), ", "));
 }
 
-std::vector<std::string> ProfileNames() { return {"ibta", "rxe"}; }
+std::vector<std::string> ProfileNames() { return {"ibta", "rxe", "siw"}; }
 
 }  // namespace verbsim::sim

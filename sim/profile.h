@@ -43,6 +43,61 @@ struct PostSendChecks {
   // A BIND_MW work request for a type 1 window is refused (IBA 10.6.7.2;
   // rxe accepts it: rdma-core's ibv_bind_mw for rxe posts one itself).
   bool type1_bind_wr_refused = true;
+  // Opcodes the provider library refuses at post with EINVAL, as a mask of
+  // 1 << WrOpcode (rdma-core providers/siw/siw.c map_send_opcode knows only
+  // SEND, SEND_WITH_INV, RDMA_WRITE and RDMA_READ).
+  uint32_t refused_opcodes = 0;
+  // The SGE count a post is checked against: the QP's max_send_sge /
+  // max_recv_sge (0), or the library's fixed limit (libsiw push_send_wqe /
+  // push_recv_wqe: SIW_MAX_SGE, 6, whatever the QP was created with).
+  uint32_t library_sge_limit = 0;
+  // Likewise the inline limit: the QP's max_inline_data (0), or the
+  // library's (libsiw push_send_wqe: SIW_MAX_INLINE, 80).
+  uint32_t library_inline_limit = 0;
+  // A receive may have no SGE (a zero-byte receive); libsiw push_recv_wqe
+  // refuses num_sge 0 (EINVAL).
+  bool recv_may_have_no_sge = true;
+};
+
+// The behaviour of an iWARP transport (RDMAP/DDP/MPA over TCP, RFC 5040 to
+// 5044) where it is not InfiniBand's, as kernel siw implements it (tools/
+// guest/known_differences.md "## siw" has what the guest showed). Every
+// field's default is InfiniBand's.
+struct IwarpRules {
+  // A QP reaches RTS only through the connection manager, which hands it
+  // the TCP socket (siw_qp.c siw_qp_modify: "no socket", EINVAL); the sim's
+  // Endpoint connect marks its QPs so.
+  bool rts_needs_cm = false;
+  // ibv_query_qp reports what was set. siw_verbs.c siw_query_qp never fills
+  // qp_state (0: RESET), takes path_mtu from the netdev (the port's active
+  // MTU), has no PSN (0), and reports fixed access flags LOCAL_WRITE |
+  // REMOTE_WRITE | REMOTE_READ.
+  bool query_reports_qp_attrs = true;
+  // SENDs and RDMA WRITEs complete once transmitted: RDMAP has no ACK
+  // (siw_qp_tx.c siw_qp_sq_process completes them SUCCESS after tx), so a
+  // remote error never fails them. The sim still completes them when the
+  // responder's acknowledgement returns (by then the data is placed, as it
+  // is on a TCP path by the time siw's completion is polled); what this
+  // changes is a TERMINATE: the SENDs and WRITEs sent before it complete
+  // SUCCESS, the one that caused it included.
+  bool completes_on_transmit = false;
+  // An error the responder detects ends the connection with a TERMINATE
+  // (siw_qp_rx.c siw_init_terminate; siw_qp_cm_drop on the peer): both QPs
+  // go to ERR and the requester's outstanding WRs (a READ among them) are
+  // flushed rather than failed with a remote status. A SEND finding no
+  // receive is such an error: iWARP has no RNR (siw_qp_rx.c siw_rqe_get).
+  bool remote_errors_terminate = false;
+  // The responder enforces the QP's REMOTE_* access flags (siw stores them,
+  // siw_qp.c, but its receive path never looks at them).
+  bool checks_qp_access = true;
+  // An RDMA READ needs REMOTE_READ on the source MR (siw_qp_tx.c
+  // siw_qp_sq_proc_tx checks a READ RESPONSE's source with no permission
+  // bits: key, PD and bounds only).
+  bool read_needs_remote_read = true;
+  // Address handles exist (libsiw siw_create_ah: none, EOPNOTSUPP), and QP
+  // types other than RC (siw_verbs.c siw_create_qp: EOPNOTSUPP).
+  bool has_ah = true;
+  bool rc_only = false;
 };
 
 struct SimProfile {
@@ -52,6 +107,9 @@ struct SimProfile {
   PortAttr port;
   // Status of a send/write/read/atomic whose local SGE has a bad lkey.
   WcStatus bad_lkey_status = WcStatus::kLocProtErr;
+  // ... of an RDMA READ whose sink SGE fails (siw: LOC_PROT_ERR while a
+  // failed send or write is LOC_QP_OP_ERR, siw_qp_tx.c).
+  WcStatus read_sink_status = WcStatus::kLocProtErr;
   // ... when the data of a send or write is gathered and its lkey names no
   // MR of the QP's PD (rxe_req.c: copy_data's key lookup fails, and rxe
   // completes LOC_QP_OP_ERR; a range or access failure stays
@@ -122,6 +180,10 @@ struct SimProfile {
   bool cq_overflow_errors_qps = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).
   bool flushes_recv_posted_in_err = true;
+  // a send posted to a QP in ERR is flushed at once (siw: accepted and
+  // never completed: libsiw writes the ring, and siw_post_send for a user
+  // QP in ERROR flushes only the WRs it is handed, none; seen in the guest).
+  bool flushes_send_posted_in_err = true;
   // errno of ibv_create_ah naming an sgid_index with no GID (rxe: ENODATA
   // from the kernel's GID cache, its table having 1024 mostly empty slots).
   int unused_sgid_errno = EINVAL;
@@ -167,6 +229,8 @@ struct SimProfile {
   // rxe_qp_chk_attr checks port, caps, AV, path MTU, max_rd_atomic and
   // timeout only): the value is taken as given.
   uint32_t modify_unchecked_attrs = 0;
+  // iWARP instead of InfiniBand transport rules (IwarpRules above).
+  IwarpRules iwarp;
 };
 
 // The built-in profiles by name; "" means "ibta".

@@ -236,6 +236,15 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
                  QpAttrMaskName(forbidden));
   }
   if (absl::Status s = CheckValues(qp, a, mask); !s.ok()) return s;
+  if (to == S::kRts && from != S::kRts && from != S::kSqd &&
+      qp.node->fabric->profile().iwarp.rts_needs_cm && !qp.cm_connected) {
+    // siw_qp.c siw_qp_modify: RTS needs the TCP socket the iWARP connection
+    // manager hands over ("no socket").
+    return Errno(EINVAL,
+                 "qp %u: RTS needs a connection through the CM on profile %s "
+                 "(iWARP)",
+                 qp.qpn, qp.node->fabric->profile().name);
+  }
 
   Apply(qp, a, mask);
   if (to == S::kReset) {
@@ -330,11 +339,23 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
     return Errno(EINVAL, "wr_id %u: send_flags 0x%x has unknown bits",
                  wr.wr_id, wr.send_flags);
   }
-  if (wr.sg_list.size() > qp.cap.max_send_sge) {
+  if (rules.refused_opcodes & (1u << op)) {
+    return Errno(EINVAL, "wr_id %u: profile %s's library does not post %s",
+                 wr.wr_id, qp.node->fabric->profile().name,
+                 WrOpcodeName(wr.opcode));
+  }
+  if (rules.library_sge_limit != 0) {
+    if (wr.sg_list.size() > rules.library_sge_limit) {
+      return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the library's %u",
+                   wr.wr_id, wr.sg_list.size(), rules.library_sge_limit);
+    }
+  } else if (wr.sg_list.size() > qp.cap.max_send_sge) {
     return Errno(EINVAL, "wr_id %u: %zu SGEs exceed max_send_sge %u",
                  wr.wr_id, wr.sg_list.size(), qp.cap.max_send_sge);
   }
-  if (wr.opcode == WrOpcode::kRdmaRead &&
+  // (A library with its own limit checks nothing else: libsiw takes a READ
+  // with more SGEs than max_sge_rd.)
+  if (wr.opcode == WrOpcode::kRdmaRead && rules.library_sge_limit == 0 &&
       wr.sg_list.size() >
           static_cast<size_t>(qp.node->fabric->profile().device.max_sge_rd)) {
     return Errno(EINVAL, "wr_id %u: %zu SGEs exceed max_sge_rd", wr.wr_id,
@@ -356,10 +377,13 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
       return Errno(EINVAL, "wr_id %u: INLINE is not allowed with %s",
                    wr.wr_id, WrOpcodeName(wr.opcode));
     }
-    if (length > qp.cap.max_inline_data) {
+    const uint32_t inline_limit = rules.library_inline_limit != 0
+                                      ? rules.library_inline_limit
+                                      : qp.cap.max_inline_data;
+    if (length > inline_limit) {
       return Errno(EINVAL,
                    "wr_id %u: %u inline bytes exceed max_inline_data %u",
-                   wr.wr_id, length, qp.cap.max_inline_data);
+                   wr.wr_id, length, inline_limit);
     }
     for (const Sge& s : wr.sg_list) {
       if (s.length > 0 && s.addr == 0) {
@@ -483,6 +507,10 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       return s;
     }
     SendWqe w = MakeWqe(qp, wr, r);
+    if (qp.state == S::kErr &&
+        !qp.node->fabric->profile().flushes_send_posted_in_err) {
+      continue;  // taken, never completed (SimProfile)
+    }
     if (qp.state == S::kErr) {
       // Posted in ERR: completes at once, flushed.
       WorkCompletion wc;
@@ -517,9 +545,19 @@ absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
   for (size_t i = 0; i < wrs.size(); ++i) {
     if (bad_index != nullptr) *bad_index = i;
     const RecvWr& wr = wrs[i];
-    if (wr.sg_list.size() > qp.cap.max_recv_sge) {
+    const PostSendChecks& rules = qp.node->fabric->profile().post_send;
+    if (rules.library_sge_limit != 0) {
+      if (wr.sg_list.size() > rules.library_sge_limit) {
+        return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the library's %u",
+                     wr.wr_id, wr.sg_list.size(), rules.library_sge_limit);
+      }
+    } else if (wr.sg_list.size() > qp.cap.max_recv_sge) {
       return Errno(EINVAL, "wr_id %u: %zu SGEs exceed max_recv_sge %u",
                    wr.wr_id, wr.sg_list.size(), qp.cap.max_recv_sge);
+    }
+    if (wr.sg_list.empty() && !rules.recv_may_have_no_sge) {
+      return Errno(EINVAL, "wr_id %u: profile %s's library needs an SGE in "
+                   "a receive", wr.wr_id, qp.node->fabric->profile().name);
     }
     if (qp.rq.size() >= qp.cap.max_recv_wr) {
       return Errno(ENOMEM, "qp %u: receive queue full (%u WRs)", qp.qpn,

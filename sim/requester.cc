@@ -66,7 +66,9 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
       // The response is written into local memory: LOCAL_WRITE needed.
       if (CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length,
                         kAccessLocalWrite) != AccessResult::kOk) {
-        w.status = qp.node->fabric->profile().bad_lkey_status;
+        const SimProfile& profile = qp.node->fabric->profile();
+        w.status = w.opcode == WrOpcode::kRdmaRead ? profile.read_sink_status
+                                                   : profile.bad_lkey_status;
         return false;
       }
       return true;

@@ -49,6 +49,7 @@ void SendRnrNak(QpCore& qp, uint32_t psn) {
 
 
 bool Remote(const QpCore& qp, uint32_t flag) {
+  if (!qp.node->fabric->profile().iwarp.checks_qp_access) return true;
   return (qp.attr.qp_access_flags & flag) != 0;
 }
 
@@ -67,6 +68,12 @@ bool RkeyOk(const QpCore& qp, const Packet& p, uint64_t len,
 void ExecuteSend(QpCore& qp, const Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
   if (IsFirstOrOnly(p.opcode)) {
+    if (!HasRecv(qp) && profile.iwarp.remote_errors_terminate) {
+      // iWARP has no RNR: no receive is a DDP error, TERMINATE (siw_qp_rx.c
+      // siw_proc_send).
+      FatalNak(qp, p.psn, NakCode::kRemoteOperationalError);
+      return;
+    }
     if (!HasRecv(qp)) {
       SendRnrNak(qp, p.psn);
       return;
@@ -220,7 +227,10 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
     FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
     return;
   }
-  if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteRead)) {
+  // siw checks a READ's source with no permission bits (IwarpRules).
+  const uint32_t needed =
+      profile.iwarp.read_needs_remote_read ? kAccessRemoteRead : 0;
+  if (!RkeyOk(qp, p, p.dma_len, needed)) {
     FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
     return;
   }

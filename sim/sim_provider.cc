@@ -113,6 +113,8 @@ class SimListener : public Listener {
       auto server_gid = (*server)->context()->QueryGid(1, 0);
       if (!server_gid.ok()) return server_gid.status();
       // Both sides to RTS; each side's rq_psn is the other's sq_psn.
+      MarkSimQpCmConnected(sqp);
+      MarkSimQpCmConnected(cqp);
       absl::Status s = ModifyQpToInit(sqp, st_->attr);
       if (s.ok()) {
         s = ModifyQpToRtr(sqp, st_->attr, cqp->qp_num(), req->client_gid,

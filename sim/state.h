@@ -194,6 +194,9 @@ struct QpCore {
   bool sq_sig_all = false;
   QpAttr attr;  // the attributes last set
   bool dead = false;
+  // Connected through the sim's connection manager (Endpoint connect/
+  // accept): on an iWARP profile only such a QP may enter RTS.
+  bool cm_connected = false;
 
   // The peer, resolved from the AV's GID at RTR.
   int dest_node = -1;

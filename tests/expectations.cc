@@ -110,6 +110,37 @@ Expectations Siw() {
   e.has_mw = false;
   e.has_multicast = false;
   e.has_rereg = false;
+  e.hand_connected_qps = false;
+  e.query_reports_qp_attrs = false;
+  e.remote_errors_terminate = true;
+  e.has_rnr = false;
+  e.has_transport_retries = false;
+  e.has_ah = false;
+  e.has_immediate = false;
+  e.has_local_inv = false;
+  e.enforces_qp_access = false;
+  e.library_sge_limit = 6;
+  e.recv_may_have_no_sge = false;
+  e.sq_full_at_depth = false;
+  e.solicited_only_events = false;
+  e.min_pkey_tbl_len = 0;
+  e.flushes_send_posted_in_err = false;
+  // siw_qp_tx.c: a failed SQE completes LOC_QP_OP_ERR; a READ's sink fails
+  // in the receive path, LOC_PROT_ERR.
+  e.bad_lkey = {WcStatus::kLocQpOpErr, WcStatus::kLocProtErr};
+  // The requester's view of a remote error: a WRITE or SEND has completed
+  // SUCCESS, a READ is flushed by the TERMINATE.
+  e.bad_rkey = {WcStatus::kSuccess, WcStatus::kWrFlushErr};
+  e.zero_length_bad_rkey = {WcStatus::kSuccess, WcStatus::kWrFlushErr};
+  e.remote_mr_access = {WcStatus::kSuccess, WcStatus::kWrFlushErr};
+  e.rkey_of_other_pd = {WcStatus::kSuccess, WcStatus::kWrFlushErr};
+  e.send_inv_bad_rkey_sender = {WcStatus::kSuccess};
+  // siw_qp_rx.c: the receive fails GENERAL_ERR (protection) or LOC_LEN_ERR
+  // (too small); the sender's SEND completed SUCCESS.
+  e.recv_prot_sender = {WcStatus::kSuccess};
+  e.recv_prot_receiver = {WcStatus::kGeneralErr};
+  e.recv_too_small_sender = {WcStatus::kSuccess};
+  e.recv_too_small_receiver = {WcStatus::kLocLenErr};
   return e;
 }
 

@@ -165,11 +165,52 @@ struct Expectations {
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
   bool flushes_recv_posted_in_err = true;
+  // a send posted in ERR is flushed at once (siw: taken, never completed).
+  bool flushes_send_posted_in_err = true;
   // errno of CreateAh with an sgid_index that has no GID.
   int unused_sgid_errno = EINVAL;
   // Modify-QP attributes (QpAttrMask bits) whose out-of-range values are
   // accepted as given.
   uint32_t modify_unchecked_attrs = 0;
+
+  // --- iWARP (siw): InfiniBand rules an iWARP device does not follow --------
+  // (tools/guest/known_differences.md "## siw" has the kernel sources.)
+  // A QP made by hand follows the IB state machine to RTS. An iWARP QP
+  // reaches RTS only through rdma_cm, and siw_verbs_modify_qp takes only
+  // the state and the access flags.
+  bool hand_connected_qps = true;
+  // ibv_query_qp reports the state, path MTU, PSNs and access flags as set
+  // (siw_query_qp: state 0, i.e. RESET, the netdev's MTU, no PSN, fixed
+  // access flags).
+  bool query_reports_qp_attrs = true;
+  // A remote error fails the requester's WR with a remote status (the NAK).
+  // iWARP: a SEND or WRITE completed SUCCESS once sent, the responder sends
+  // a TERMINATE, both QPs go to ERR and the requester's outstanding WRs are
+  // flushed; WRs posted after the error race the TERMINATE.
+  bool remote_errors_terminate = false;
+  // Receiver-not-ready flow control and transport retries (retry_cnt and
+  // the local ACK timeout): iWARP has neither, TCP carries the data.
+  bool has_rnr = true;
+  bool has_transport_retries = true;
+  bool has_ah = true;
+  // Immediate data and LOCAL_INV can be posted (libsiw: EINVAL).
+  bool has_immediate = true;
+  bool has_local_inv = true;
+  // The responder enforces the QP's REMOTE_* access flags.
+  bool enforces_qp_access = true;
+  // The SGE count a post is checked against: the QP's caps (0) or the
+  // provider library's fixed limit (libsiw: SIW_MAX_SGE, 6).
+  uint32_t library_sge_limit = 0;
+  // A receive with no SGE is postable (libsiw: EINVAL).
+  bool recv_may_have_no_sge = true;
+  // Posting past the QP's send queue depth is ENOMEM (libsiw: only when the
+  // kernel has not taken the ring's slots yet, a race).
+  bool sq_full_at_depth = true;
+  // A CQ armed for solicited completions fires for a solicited message
+  // (siw_qp.c siw_rqe_complete passes no solicited flag: never).
+  bool solicited_only_events = true;
+  // Port attributes: the P_Key table's least length (iWARP: 0).
+  int min_pkey_tbl_len = 1;
 };
 
 // The entry for a provider spec ("sim", "sim:<profile>", "hw", "hw:<dev>")

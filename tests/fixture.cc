@@ -21,7 +21,7 @@ std::vector<std::string> ProviderSpecs() {
   if (env != nullptr && *env != '\0') return {env};
   // The sim with its default (ibta) profile and with the rxe profile, which
   // reproduces kernel 6.1 rxe's deviations; then real devices.
-  return {"sim", "sim:rxe", "hw"};
+  return {"sim", "sim:rxe", "sim:siw", "hw"};
 }
 
 std::string SanitizeParamName(const std::string& text) {
@@ -271,6 +271,15 @@ void Harness::Init(const std::string& spec) {
   }
   devices_ = *std::move(devices);
   expect_ = ExpectationsFor(spec, devices_[0]);
+}
+
+void Harness::ExpectQpState(const Qp* qp, QpState state) const {
+  const QpState reported =
+      expect_.query_reports_qp_attrs ? state : QpState::kReset;
+  EXPECT_EQ(qp->state(), reported) << "expected " << QpStateName(state);
+  absl::StatusOr<QpAttr> attr = qp->Query();
+  ASSERT_TRUE(attr.ok()) << attr.status();
+  EXPECT_EQ(attr->qp_state, reported) << "expected " << QpStateName(state);
 }
 
 absl::StatusOr<std::unique_ptr<Context>> Harness::OpenDevice(

@@ -1,5 +1,5 @@
 // The conformance suite's fixtures and helpers. Every test is
-// value-parameterised over provider specs: always "sim" and "sim:rxe", plus "hw" (skipped
+// value-parameterised over provider specs: always "sim", "sim:rxe" and "sim:siw", plus "hw" (skipped
 // with its reason when no RDMA device is present); VERBSIM_PROVIDER, when
 // set, names the only provider to run.
 //
@@ -39,11 +39,18 @@ inline constexpr absl::Duration kTimeout = absl::Seconds(5);
 // How long a test watches a CQ that must stay empty.
 inline constexpr absl::Duration kQuiet = absl::Milliseconds(30);
 
+// Why a case that moves a QP by hand (MakeRawQp, ConnectQps, BringQpTo) is
+// skipped on iWARP (Expectations::hand_connected_qps).
+inline constexpr char kIwarpHandQpReason[] =
+    "iWARP: a QP reaches RTS only through rdma_cm and siw_verbs_modify_qp "
+    "takes only the state and access flags (siw_qp.c siw_qp_modify: no "
+    "socket, EINVAL); this case connects QPs by hand";
+
 inline constexpr char kNoHardwareReason[] =
     "no RDMA device: run the rxe/siw guest harness (tools/) to test hw";
 
 // The provider specs the suite runs on: VERBSIM_PROVIDER alone when set,
-// else "sim", "sim:rxe" and "hw".
+// else "sim", "sim:rxe", "sim:siw" and "hw".
 std::vector<std::string> ProviderSpecs();
 
 // A test-name-safe form of any printable value ("hw:rxe0" -> "hw_rxe0").
@@ -193,6 +200,10 @@ class Harness {
   const std::string& spec() const { return spec_; }
   const std::vector<std::string>& devices() const { return devices_; }
   const Expectations& expect() const { return expect_; }
+  // Checks that `qp` is in `state` as far as the provider can tell:
+  // Qp::state() and ibv_query_qp. siw's query never reports the state
+  // (Expectations::query_reports_qp_attrs): RESET is what it says then.
+  void ExpectQpState(const Qp* qp, QpState state) const;
 
   absl::StatusOr<std::unique_ptr<Context>> OpenDevice(int index = 0) const;
   // The default endpoint attributes of the suite.

@@ -76,6 +76,7 @@ void ExpectSameAttrs(const QpAttr& before, const QpAttr& after) {
 class ValidTransitionTest : public ProviderTestWithParam<Transition> {};
 
 TEST_P(ValidTransitionTest, Succeeds) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   const Transition t = param();
   if (InvolvesSqd(t) && !expect().supports_sqd) {
     GTEST_SKIP() << "no SQD on profile " << expect().profile;
@@ -111,6 +112,7 @@ INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(ValidTransitionTest,
 class InvalidTransitionTest : public ProviderTestWithParam<Transition> {};
 
 TEST_P(InvalidTransitionTest, FailsWithEinvalAndLeavesTheQpAlone) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   const Transition t = param();
   if (InvolvesSqd(t) && !expect().supports_sqd) {
     GTEST_SKIP() << "no SQD on profile " << expect().profile;
@@ -171,6 +173,7 @@ QpStep NextStep(QpState from, const RawQp& raw) {
 class MissingRequiredAttrTest : public ProviderTestWithParam<MaskCase> {};
 
 TEST_P(MissingRequiredAttrTest, FailsWithEinvalAndLeavesTheQpAlone) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   const MaskCase c = param();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, c.from));
@@ -208,6 +211,7 @@ INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(MissingRequiredAttrTest,
 class ForbiddenAttrTest : public ProviderTestWithParam<MaskCase> {};
 
 TEST_P(ForbiddenAttrTest, FailsWithEinvalAndLeavesTheQpAlone) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   const MaskCase c = param();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, c.from));
@@ -274,6 +278,7 @@ uint32_t AttrOf(const std::string& name) {
 }
 
 TEST_P(OutOfRangeAttrTest, FailsWithEinvalAndLeavesTheQpAlone) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   const RangeCase& c = param();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK_AND_ASSIGN(PortAttr port, raw->context->QueryPort(1));
@@ -365,6 +370,7 @@ INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(OutOfRangeAttrTest,
 class QpStateTest : public ProviderTest {};
 
 TEST_P(QpStateTest, QueryReturnsWhatWasSet) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   Qp* qp = raw->qp.get();
   const uint32_t access = kAccessLocalWrite | kAccessRemoteRead;
@@ -432,6 +438,7 @@ TEST_P(QpStateTest, QpNumbersAreDistinct) {
 }
 
 TEST_P(QpStateTest, ResetThenReconnectWorks) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, QpState::kRts));
   QpStep reset = ToStateStep(QpState::kReset);
@@ -446,6 +453,7 @@ TEST_P(QpStateTest, ResetThenReconnectWorks) {
 class PostSendByStateTest : public ProviderTestWithParam<QpState> {};
 
 TEST_P(PostSendByStateTest, IsRejectedBeforeRts) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, param()));
   Buffer buf(64);
@@ -465,6 +473,7 @@ INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(
 class PostRecvByStateTest : public ProviderTestWithParam<QpState> {};
 
 TEST_P(PostRecvByStateTest, IsRejectedOnlyInReset) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   const QpState state = param();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, state));
@@ -526,6 +535,7 @@ TEST_P(QpStateTest, MovingToErrFlushesPostedReceivesInOrder) {
 }
 
 TEST_P(QpStateTest, ResetDiscardsPostedReceivesWithoutCompletions) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, QpState::kInit));
   Buffer buf(256);
@@ -582,6 +592,7 @@ TEST_P(QpStateTest, ReceiveQueueFullIsEnomem) {
 }
 
 TEST_P(QpStateTest, AQpInRtrReceivesButCannotSend) {
+  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   // Two QPs connected by hand (core's ModifyQpTo* helpers): A in RTS, B left
   // in RTR. The responder works from RTR on.
   const int other = devices().size() > 1 ? 1 : 0;

@@ -127,7 +127,7 @@ TEST_P(MisalignedAtomicTest, IsRemoteInvalidRequest) {
                 HasErrno(EINVAL));
     EXPECT_THAT(Drain(p->client().send_cq()), ::testing::IsEmpty());
     EXPECT_EQ(p->sbuf.Bytes(0, 256), before);
-    EXPECT_EQ(p->client().qp()->state(), QpState::kRts);
+    ExpectQpState(p->client().qp(), QpState::kRts);
     return;
   }
   ASSERT_OK(p->client().Post(AtomicWr(op, 3, &sge, p->sbuf.addr(64 + offset),
@@ -136,7 +136,7 @@ TEST_P(MisalignedAtomicTest, IsRemoteInvalidRequest) {
   EXPECT_THAT(wc, WcStatusIn(expect().misaligned_atomic)) << wc;
   EXPECT_EQ(wc.wr_id, 3u);
   EXPECT_EQ(p->sbuf.Bytes(0, 256), before);
-  EXPECT_EQ(p->client().qp()->state(), QpState::kErr);
+  ExpectQpState(p->client().qp(), QpState::kErr);
 }
 
 INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(
@@ -212,7 +212,7 @@ TEST_P(AtomicTest, WithoutRemoteAtomicOnTheMrIsRemAccessErr) {
   EXPECT_THAT(wc, WcStatusIn(expect().remote_mr_access)) << wc;
   EXPECT_EQ(wc.wr_id, 4u);
   EXPECT_EQ(target.Load64(0), 77u);
-  EXPECT_EQ(p->client().qp()->state(), QpState::kErr);
+  ExpectQpState(p->client().qp(), QpState::kErr);
 }
 
 TEST_P(AtomicTest, AtomicWithBadRkeyIsRemAccessErr) {
@@ -226,7 +226,7 @@ TEST_P(AtomicTest, AtomicWithBadRkeyIsRemAccessErr) {
   ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
   EXPECT_THAT(wc, WcStatusIn(expect().bad_rkey)) << wc;
   EXPECT_EQ(p->sbuf.Load64(0), 9u);
-  EXPECT_EQ(p->client().qp()->state(), QpState::kErr);
+  ExpectQpState(p->client().qp(), QpState::kErr);
 }
 
 TEST_P(AtomicTest, AtomicNeedsOneEightByteSge) {
@@ -252,7 +252,7 @@ TEST_P(AtomicTest, AtomicNeedsOneEightByteSge) {
     return;
   }
   EXPECT_THAT(p->client().Post(wr), HasErrno(EINVAL));
-  EXPECT_EQ(p->client().qp()->state(), QpState::kRts);
+  ExpectQpState(p->client().qp(), QpState::kRts);
 }
 
 INSTANTIATE_PROVIDER_TEST_SUITE_P(AtomicTest);

@@ -36,6 +36,9 @@ class SrqFixture : public Base {
     if (!this->expect().has_srq) {
       GTEST_SKIP() << "the provider has no shared receive queues";
     }
+    if (!this->expect().hand_connected_qps) {
+      GTEST_SKIP() << kIwarpHandQpReason;
+    }
     ASSERT_OK_AND_ASSIGN(s_, this->OpenSide(0));
     ASSERT_OK_AND_ASSIGN(p_, this->OpenSide(1));
     SrqAttr attr;
