@@ -1,0 +1,423 @@
+// Connections (rdma_connect(3), rdma_accept(3), rdma_reject(3),
+// rdma_disconnect(3), rdma_establish(3)) and the CM messages that drive them.
+//
+// RC (RDMA_PS_TCP): REQ -> REP -> RTU, then DREQ -> DREP; the QPs move to
+// RTR/RTS with the peer's QPN, PSN and GID before REP (passive) and on REP
+// (active), as librdmacm does. UD (RDMA_PS_UDP): SIDR REQ -> SIDR REP, and
+// the active side's ESTABLISHED event carries the peer's QPN, Q_Key and an
+// address handle. Statuses are the kernel CM's: a REQ nobody listens for is
+// REJECTED with reason 8 (IB_CM_REJ_INVALID_SERVICE_ID), a consumer's
+// rejection 28 (IB_CM_REJ_CONSUMER_DEFINED), a SIDR REQ nobody listens for
+// UNREACHABLE with status 1 (IB_SIDR_UNSUPPORTED).
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "dropin/rdmacm/cm.h"
+
+namespace verbsim::rdmacm {
+
+namespace {
+
+constexpr int kRejInvalidServiceId = 8;
+constexpr int kRejConsumerDefined = 28;
+constexpr uint32_t kSidrUnsupported = 1;
+constexpr uint32_t kSidrReject = 2;
+
+// Private data limits: the CM MAD's field, less librdmacm's 36-byte header
+// on a REQ (rdma_connect(3), rdma_accept(3), rdma_reject(3)).
+constexpr int kReqPrivate = 56;
+constexpr int kRepPrivate = 196;
+constexpr int kRejPrivate = 148;
+constexpr int kSidrReqPrivate = 180;
+constexpr int kSidrRepPrivate = 136;
+
+// A responder_resources / initiator_depth value from a program:
+// RDMA_MAX_RESP_RES (0xff) means the device's limit; more than the limit is
+// EINVAL (librdmacm's ucma_valid_param).
+int Resources(uint8_t asked, uint8_t limit, uint8_t* out) {
+  if (asked == RDMA_MAX_RESP_RES) {
+    *out = limit;
+    return 0;
+  }
+  if (asked > limit) return Fail(EINVAL);
+  *out = asked;
+  return 0;
+}
+
+void TakePeer(Id* id, const Msg& m) {
+  id->peer.qpn = m.qpn;
+  id->peer.psn = m.psn;
+  id->peer.qkey = m.qkey;
+  std::memcpy(id->peer.gid.raw, m.gid, 16);
+  id->peer.responder_resources = m.responder_resources;
+  id->peer.initiator_depth = m.initiator_depth;
+  id->peer.retry_count = m.retry_count;
+  id->peer.rnr_retry_count = m.rnr_retry_count;
+  id->has_peer = true;
+}
+
+// The receiver's view of the peer's resources (the kernel swaps them:
+// cm_format_req_event / cm_format_rep_event).
+void FillConnParam(Event* e, const Msg& m) {
+  e->ev.param.conn.responder_resources = m.initiator_depth;
+  e->ev.param.conn.initiator_depth = m.responder_resources;
+  e->ev.param.conn.retry_count = m.retry_count;
+  e->ev.param.conn.rnr_retry_count = m.rnr_retry_count;
+  e->ev.param.conn.qp_num = m.qpn;
+}
+
+void ReportDisconnected(Id* id) {
+  if (id->disconnect_reported) return;
+  id->disconnect_reported = true;
+  Deliver(id, NewEvent(id, RDMA_CM_EVENT_DISCONNECTED, 0));
+}
+
+}  // namespace
+
+Id* OnRequest(Id* listener, int fd, const Msg& m) {
+  if (listener->state != State::kListening) return nullptr;
+  Node* node = LocalNodeOf(ntohl(m.dst_ip));
+  if (node == nullptr) return nullptr;
+  Id* child = NewId(listener->sync ? nullptr : listener->id.channel,
+                    listener->id.context, listener->id.ps, listener->id.qp_type);
+  if (child == nullptr) return nullptr;
+  AttachNode(child, node);
+  child->src.sin_family = AF_INET;
+  child->src.sin_addr.s_addr = m.dst_ip;
+  child->src.sin_port = m.dst_port;
+  child->dst.sin_family = AF_INET;
+  child->dst.sin_addr.s_addr = m.src_ip;
+  child->dst.sin_port = m.src_port;
+  TakePeer(child, m);
+  FillRoute(child);
+  child->id.route.addr.addr.ibaddr.dgid = child->peer.gid;
+  FillPath(child);
+  child->responder_resources = std::min(m.initiator_depth, node->max_rd_atom);
+  child->initiator_depth = std::min(m.responder_resources, node->max_init_rd_atom);
+  child->retry_count = m.retry_count;
+  child->conn_fd = fd;
+  child->state = State::kRequested;
+  Event* e = NewEvent(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data,
+                      m.private_data_len);
+  e->ev.listen_id = &listener->id;
+  if (m.type == MsgType::kSidrReq) {
+    e->ev.param.ud.ah_attr = AhToPeer(child);
+    e->ev.param.ud.qp_num = m.qpn;
+    e->ev.param.ud.qkey = m.qkey;
+  } else {
+    FillConnParam(e, m);
+  }
+  Deliver(listener, e);
+  return child;
+}
+
+void OnMessage(Id* id, const Msg* m) {
+  if (m == nullptr) {  // the peer's end is closed
+    switch (id->state) {
+      case State::kConnecting:
+        // The passive side went away without an answer: its CM would have
+        // sent a consumer REJ when the id was destroyed.
+        id->state = State::kRejected;
+        Deliver(id, NewEvent(id, IsUd(id) ? RDMA_CM_EVENT_UNREACHABLE
+                                          : RDMA_CM_EVENT_REJECTED,
+                             IsUd(id) ? static_cast<int>(kSidrReject)
+                                      : kRejConsumerDefined));
+        break;
+      case State::kAccepted:
+        id->state = State::kRejected;
+        Deliver(id, NewEvent(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT));
+        break;
+      case State::kEstablished:
+      case State::kConnectResponse:
+      case State::kDisconnecting:
+        id->state = State::kDisconnected;
+        ReportDisconnected(id);
+        break;
+      default:
+        break;
+    }
+    return;
+  }
+  if (Debug()) {
+    Warn("message type " + std::to_string(static_cast<int>(m->type)) +
+         " in state " + std::to_string(static_cast<int>(id->state)));
+  }
+  switch (m->type) {
+    case MsgType::kRep: {
+      if (id->state != State::kConnecting) return;
+      TakePeer(id, *m);
+      id->responder_resources = std::min(id->responder_resources, m->initiator_depth);
+      id->initiator_depth = std::min(id->initiator_depth, m->responder_resources);
+      if (id->id.qp == nullptr) {
+        // The program made its QP itself: it moves it (rdma_init_qp_attr)
+        // and calls rdma_establish.
+        id->state = State::kConnectResponse;
+        Event* e = NewEvent(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,
+                            m->private_data, m->private_data_len);
+        FillConnParam(e, *m);
+        Deliver(id, e);
+        return;
+      }
+      if (MoveQp(id, {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) != 0) {
+        const int err = errno;
+        Msg rej = MsgFrom(id, MsgType::kRej);
+        rej.status = kRejConsumerDefined;
+        SendMsg(id, rej);
+        id->state = State::kRejected;
+        Deliver(id, NewEvent(id, RDMA_CM_EVENT_CONNECT_ERROR, -err));
+        return;
+      }
+      SendMsg(id, MsgFrom(id, MsgType::kRtu));
+      id->state = State::kEstablished;
+      Event* e = NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->private_data,
+                          m->private_data_len);
+      FillConnParam(e, *m);
+      Deliver(id, e);
+      return;
+    }
+    case MsgType::kSidrRep: {
+      if (id->state != State::kConnecting) return;
+      CloseSockets(id);  // SIDR is one exchange
+      if (m->status != 0) {
+        id->state = State::kRejected;
+        Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE,
+                             static_cast<int>(m->status), m->private_data,
+                             m->private_data_len));
+        return;
+      }
+      TakePeer(id, *m);
+      id->state = State::kEstablished;
+      Event* e = NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->private_data,
+                          m->private_data_len);
+      e->ev.param.ud.ah_attr = AhToPeer(id);
+      e->ev.param.ud.qp_num = m->qpn;
+      e->ev.param.ud.qkey = m->qkey;
+      Deliver(id, e);
+      return;
+    }
+    case MsgType::kRej: {
+      if (id->state != State::kConnecting && id->state != State::kAccepted &&
+          id->state != State::kConnectResponse) {
+        return;
+      }
+      CloseSockets(id);
+      id->state = State::kRejected;
+      Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED,
+                           static_cast<int>(m->status), m->private_data,
+                           m->private_data_len));
+      return;
+    }
+    case MsgType::kRtu: {
+      if (id->state != State::kAccepted) return;
+      id->state = State::kEstablished;
+      Deliver(id, NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0));
+      return;
+    }
+    case MsgType::kDreq: {
+      if (id->state != State::kEstablished && id->state != State::kDisconnecting &&
+          id->state != State::kAccepted) {
+        return;
+      }
+      SendMsg(id, MsgFrom(id, MsgType::kDrep));
+      id->state = State::kDisconnected;
+      ReportDisconnected(id);
+      return;
+    }
+    case MsgType::kDrep: {
+      if (id->state != State::kDisconnecting) return;
+      id->state = State::kDisconnected;
+      ReportDisconnected(id);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace verbsim::rdmacm
+
+using namespace verbsim::rdmacm;  // NOLINT: the C entry points below
+
+extern "C" {
+
+int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  {
+    std::lock_guard<std::mutex> lock(CmMutex());
+    if (id->state != State::kRouteResolved) return Fail(EINVAL);
+    const bool ud = IsUd(id);
+    Msg m{};
+    if (id->id.qp != nullptr) {
+      id->qp_num = id->id.qp->qp_num;
+    } else if (param != nullptr && param->qp_num != 0) {
+      id->qp_num = param->qp_num;  // a QP the program made (ibv_create_qp)
+      id->psn = (param->qp_num * 2654435761u) & 0xffffff;
+    } else {
+      Warn("rdma_connect: the id has no QP and conn_param gives no qp_num");
+      return Fail(EINVAL);
+    }
+    if (param != nullptr) {
+      if (Resources(param->responder_resources, id->node->max_rd_atom,
+                    &id->responder_resources) != 0 ||
+          Resources(param->initiator_depth, id->node->max_init_rd_atom,
+                    &id->initiator_depth) != 0) {
+        return -1;
+      }
+      id->retry_count = std::min<uint8_t>(param->retry_count, 7);
+      id->rnr_retry_count = std::min<uint8_t>(param->rnr_retry_count, 7);
+    }
+    m = MsgFrom(id, ud ? MsgType::kSidrReq : MsgType::kReq);
+    if (param != nullptr &&
+        SetPrivateData(&m, param->private_data, param->private_data_len,
+                       ud ? kSidrReqPrivate : kReqPrivate) != 0) {
+      return -1;
+    }
+    id->state = State::kConnecting;
+    if (ConnectSocket(id) != 0) {
+      // Nobody listens at that address and port.
+      id->state = State::kRejected;
+      Deliver(id, ud ? NewEvent(id, RDMA_CM_EVENT_UNREACHABLE,
+                                static_cast<int>(kSidrUnsupported))
+                     : NewEvent(id, RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId));
+    } else if (!SendMsg(id, m)) {
+      id->state = State::kRejected;
+      Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNRESET));
+    }
+  }
+  return id->sync ? WaitSync(id) : 0;
+}
+
+int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  bool wait = false;
+  {
+    std::lock_guard<std::mutex> lock(CmMutex());
+    if (id->state != State::kRequested) return Fail(EINVAL);
+    const bool ud = IsUd(id);
+    if (id->id.qp != nullptr) {
+      id->qp_num = id->id.qp->qp_num;
+    } else if (param != nullptr && param->qp_num != 0) {
+      id->qp_num = param->qp_num;
+      id->psn = (param->qp_num * 2654435761u) & 0xffffff;
+    } else {
+      Warn("rdma_accept: the id has no QP and conn_param gives no qp_num");
+      return Fail(EINVAL);
+    }
+    if (param != nullptr && !ud) {
+      if (Resources(param->responder_resources, id->node->max_rd_atom,
+                    &id->responder_resources) != 0 ||
+          Resources(param->initiator_depth, id->node->max_init_rd_atom,
+                    &id->initiator_depth) != 0) {
+        return -1;
+      }
+      id->rnr_retry_count = std::min<uint8_t>(param->rnr_retry_count, 7);
+    }
+    Msg m = MsgFrom(id, ud ? MsgType::kSidrRep : MsgType::kRep);
+    if (param != nullptr &&
+        SetPrivateData(&m, param->private_data, param->private_data_len,
+                       ud ? kSidrRepPrivate : kRepPrivate) != 0) {
+      return -1;
+    }
+    if (ud) {
+      m.qkey = RDMA_UDP_QKEY;
+      SendMsg(id, m);
+      CloseSockets(id);
+      id->state = State::kEstablished;
+      return 0;  // SIDR has no RTU: nothing to wait for
+    }
+    if (id->id.qp != nullptr &&
+        MoveQp(id, {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) != 0) {
+      const int err = errno;
+      Msg rej = MsgFrom(id, MsgType::kRej);
+      rej.status = kRejConsumerDefined;
+      SendMsg(id, rej);
+      id->state = State::kRejected;
+      return Fail(err);
+    }
+    id->state = State::kAccepted;
+    if (!SendMsg(id, m)) {
+      id->state = State::kRejected;
+      return Fail(ECONNRESET);
+    }
+    wait = id->sync;
+  }
+  return wait ? WaitSync(id) : 0;
+}
+
+int rdma_reject(rdma_cm_id* cm_id, const void* private_data,
+                uint8_t private_data_len) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  std::lock_guard<std::mutex> lock(CmMutex());
+  if (id->state != State::kRequested) return Fail(EINVAL);
+  const bool ud = IsUd(id);
+  Msg m = MsgFrom(id, ud ? MsgType::kSidrRep : MsgType::kRej);
+  m.status = ud ? kSidrReject : kRejConsumerDefined;
+  if (SetPrivateData(&m, private_data, private_data_len,
+                     ud ? kSidrRepPrivate : kRejPrivate) != 0) {
+    return -1;
+  }
+  SendMsg(id, m);
+  CloseSockets(id);
+  id->state = State::kRejected;
+  return 0;
+}
+
+int rdma_establish(rdma_cm_id* cm_id) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  std::lock_guard<std::mutex> lock(CmMutex());
+  if (id->state != State::kConnectResponse) return Fail(EINVAL);
+  if (!SendMsg(id, MsgFrom(id, MsgType::kRtu))) return Fail(ECONNRESET);
+  id->state = State::kEstablished;
+  return 0;
+}
+
+int rdma_disconnect(rdma_cm_id* cm_id) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  bool wait = false;
+  {
+    std::lock_guard<std::mutex> lock(CmMutex());
+    switch (id->state) {
+      case State::kEstablished:
+      case State::kAccepted:
+      case State::kConnectResponse:
+        if (IsUd(id)) return Fail(EINVAL);  // nothing to disconnect
+        // The QP stops first (librdmacm's ucma_modify_qp_err).
+        if (id->id.qp != nullptr) {
+          ibv_qp_attr attr{};
+          attr.qp_state = IBV_QPS_ERR;
+          ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
+        }
+        if (SendMsg(id, MsgFrom(id, MsgType::kDreq))) {
+          id->state = State::kDisconnecting;
+        } else {
+          id->state = State::kDisconnected;
+          ReportDisconnected(id);
+        }
+        break;
+      case State::kDisconnecting:
+      case State::kDisconnected:
+        if (id->id.qp != nullptr) {
+          ibv_qp_attr attr{};
+          attr.qp_state = IBV_QPS_ERR;
+          ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
+        }
+        break;
+      default:
+        return Fail(EINVAL);
+    }
+    // A sync id takes its one DISCONNECTED event here, whoever started.
+    wait = id->sync && !id->disconnect_waited;
+    id->disconnect_waited = true;
+  }
+  return wait ? WaitSync(id) : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,359 @@
+// rdma_cm ids: creation, addresses, routes, listening
+// (rdma_create_id(3), rdma_bind_addr(3), rdma_resolve_addr(3),
+// rdma_resolve_route(3), rdma_listen(3), rdma_get_request(3),
+// rdma_create_ep(3)).
+//
+// Addresses are the sim nodes' IPv4 addresses (nodes.cc); resolving one
+// needs no traffic, so ADDR_RESOLVED and ROUTE_RESOLVED are reported at once.
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "dropin/rdmacm/cm.h"
+
+namespace verbsim::rdmacm {
+
+bool IsUd(const Id* id) { return id->id.qp_type == IBV_QPT_UD; }
+
+Id* NewId(rdma_event_channel* channel, void* context, rdma_port_space ps,
+          ibv_qp_type qp_type) {
+  auto* id = new Id{};
+  id->id.context = context;
+  id->id.ps = ps;
+  id->id.qp_type = qp_type;
+  id->id.channel = channel;
+  id->id.route.path_rec = &id->path;
+  if (channel == nullptr) {
+    id->sync = true;
+    id->own = NewChannel();
+    if (id->own == nullptr) {
+      delete id;
+      return nullptr;
+    }
+    id->id.channel = &id->own->ch;
+  }
+  return id;
+}
+
+void FreeId(Id* id) {
+  delete id->last;
+  if (id->sync) DeleteChannel(id->own);
+  delete id;
+}
+
+// Sets the id's device from its node.
+void AttachNode(Id* id, Node* node) {
+  id->node = node;
+  id->id.verbs = node->verbs;
+  id->id.port_num = 1;
+  id->responder_resources = node->max_rd_atom;
+  id->initiator_depth = node->max_init_rd_atom;
+}
+
+void FillRoute(Id* id) {
+  rdma_route& r = id->id.route;
+  std::memcpy(&r.addr.src_sin, &id->src, sizeof(id->src));
+  std::memcpy(&r.addr.dst_sin, &id->dst, sizeof(id->dst));
+  if (id->node != nullptr) r.addr.addr.ibaddr.sgid = id->node->gid;
+  // The peer's GID is its IPv4-mapped address, as every sim node's.
+  uint32_t ip = ntohl(id->dst.sin_addr.s_addr);
+  if (ip == 0x7f000001 && id->node != nullptr) ip = id->node->ip;
+  r.addr.addr.ibaddr.dgid = GidOfIp(ip);
+  r.addr.addr.ibaddr.pkey = htobe16(0xffff);
+}
+
+void FillPath(Id* id) {
+  ibv_sa_path_rec& p = id->path;
+  p = ibv_sa_path_rec{};
+  p.sgid = id->id.route.addr.addr.ibaddr.sgid;
+  p.dgid = id->id.route.addr.addr.ibaddr.dgid;
+  p.pkey = htobe16(0xffff);
+  p.hop_limit = 64;
+  p.mtu = id->node->active_mtu;
+  p.reversible = 1;
+  p.numb_path = 1;
+  id->id.route.num_paths = 1;
+}
+
+ibv_ah_attr AhToPeer(const Id* id) {
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.grh.dgid = id->has_peer ? id->peer.gid : id->id.route.addr.addr.ibaddr.dgid;
+  ah.grh.sgid_index = 0;
+  ah.grh.hop_limit = 64;
+  ah.port_num = id->id.port_num;
+  return ah;
+}
+
+namespace {
+
+int QpTypeOf(rdma_port_space ps, ibv_qp_type* type) {
+  switch (ps) {
+    case RDMA_PS_TCP:
+    case RDMA_PS_IB:
+      *type = IBV_QPT_RC;
+      return 0;
+    case RDMA_PS_UDP:
+    case RDMA_PS_IPOIB:
+      *type = IBV_QPT_UD;
+      return 0;
+  }
+  return Fail(EINVAL);
+}
+
+// The IPv4 address in a sockaddr (host order); EAFNOSUPPORT for another
+// family, which this library does not cover.
+int Ipv4Of(const sockaddr* addr, sockaddr_in* out) {
+  if (addr == nullptr || addr->sa_family != AF_INET) {
+    if (addr != nullptr) {
+      Warn("only IPv4 addresses (the sim nodes' 10.0.0.x) are covered; got "
+           "address family " + std::to_string(addr->sa_family));
+    }
+    return Fail(EAFNOSUPPORT);
+  }
+  std::memcpy(out, addr, sizeof(*out));
+  return 0;
+}
+
+// Reports `type` and, for a sync id, waits for it (as ucma_complete).
+int Complete(Id* id, rdma_cm_event_type type, int status) {
+  Deliver(id, NewEvent(id, type, status));
+  return id->sync ? WaitSync(id) : 0;
+}
+
+}  // namespace
+
+}  // namespace verbsim::rdmacm
+
+using namespace verbsim::rdmacm;  // NOLINT: the C entry points below
+
+extern "C" {
+
+int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context,
+                   rdma_port_space ps) {
+  if (id == nullptr) return Fail(EINVAL);
+  ibv_qp_type type;
+  if (QpTypeOf(ps, &type) != 0) return -1;
+  Id* made = NewId(channel, context, ps, type);
+  if (made == nullptr) return -1;
+  *id = &made->id;
+  return 0;
+}
+
+int rdma_destroy_id(rdma_cm_id* cm_id) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  {
+    std::lock_guard<std::mutex> lock(CmMutex());
+    // Closing the connection tells the peer (a DREQ or REJ in the real CM).
+    CloseSockets(id);
+  }
+  FreeId(id);
+  return 0;
+}
+
+int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  sockaddr_in sin;
+  if (Ipv4Of(addr, &sin) != 0) return -1;
+  if (LocalNodes().empty()) return Fail(ENODEV);
+  std::lock_guard<std::mutex> lock(CmMutex());
+  if (id->state != State::kIdle) return Fail(EINVAL);
+  const uint32_t ip = ntohl(sin.sin_addr.s_addr);
+  Node* node = nullptr;
+  if (ip != INADDR_ANY) {
+    node = LocalNodeOf(ip);
+    if (node == nullptr) return Fail(EADDRNOTAVAIL);
+  }
+  id->src = sin;
+  if (node != nullptr) AttachNode(id, node);
+  if (BindSockets(id) != 0) {
+    id->node = nullptr;
+    id->id.verbs = nullptr;
+    id->id.port_num = 0;
+    id->src = sockaddr_in{};
+    return -1;
+  }
+  FillRoute(id);
+  id->state = State::kBound;
+  return 0;
+}
+
+int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src_addr,
+                      sockaddr* dst_addr, int timeout_ms) {
+  (void)timeout_ms;  // resolution is immediate on the sim
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  sockaddr_in dst;
+  if (Ipv4Of(dst_addr, &dst) != 0) return -1;
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  if (src_addr != nullptr && Ipv4Of(src_addr, &src) != 0) return -1;
+  if (LocalNodes().empty()) return Fail(ENODEV);
+  int status = 0;
+  {
+    std::lock_guard<std::mutex> lock(CmMutex());
+    if (id->state != State::kIdle && id->state != State::kBound) {
+      return Fail(EINVAL);
+    }
+    if (id->node == nullptr) {
+      const uint32_t sip = ntohl(src.sin_addr.s_addr);
+      Node* node = sip == INADDR_ANY ? LocalNodes().front() : LocalNodeOf(sip);
+      if (node == nullptr) return Fail(EADDRNOTAVAIL);
+      AttachNode(id, node);
+      src.sin_addr.s_addr = htonl(node->ip);
+      id->src = src;
+    }
+    if (id->src.sin_addr.s_addr == 0) id->src.sin_addr.s_addr = htonl(id->node->ip);
+    id->dst = dst;
+    if (!FabricHasIp(ntohl(dst.sin_addr.s_addr))) {
+      // No node has that address: the kernel's ARP would give up.
+      status = -EHOSTUNREACH;
+    } else {
+      id->state = State::kAddrResolved;
+    }
+    FillRoute(id);
+  }
+  return Complete(id, status == 0 ? RDMA_CM_EVENT_ADDR_RESOLVED
+                                  : RDMA_CM_EVENT_ADDR_ERROR,
+                  status);
+}
+
+int rdma_resolve_route(rdma_cm_id* cm_id, int timeout_ms) {
+  (void)timeout_ms;
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  {
+    std::lock_guard<std::mutex> lock(CmMutex());
+    if (id->state != State::kAddrResolved) return Fail(EINVAL);
+    FillPath(id);
+    id->state = State::kRouteResolved;
+  }
+  return Complete(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+}
+
+int rdma_listen(rdma_cm_id* cm_id, int backlog) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  std::lock_guard<std::mutex> lock(CmMutex());
+  if (id->state != State::kBound) return Fail(EINVAL);
+  if (ListenSockets(id, backlog) != 0) return -1;
+  id->state = State::kListening;
+  return 0;
+}
+
+int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** out) {
+  if (listen == nullptr || out == nullptr) return Fail(EINVAL);
+  Id* l = IdOf(listen);
+  if (!l->sync) return Fail(EINVAL);  // rdma_get_request(3): sync ids only
+  for (;;) {
+    Event* e = nullptr;
+    if (Take(l->own, &e) != 0) return -1;
+    if (e->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+      delete e;  // nothing else is reported on a listening id
+      continue;
+    }
+    Id* child = IdOf(e->ev.id);
+    delete child->last;
+    child->last = e;  // child->id.event: its private data stays readable
+    child->id.event = &e->ev;
+    if (l->has_ep_attr) {
+      ibv_qp_init_attr attr = l->ep_attr;
+      if (rdma_create_qp(&child->id, l->ep_pd, &attr) != 0) {
+        const int err = errno;
+        rdma_reject(&child->id, nullptr, 0);
+        rdma_destroy_id(&child->id);
+        return Fail(err);
+      }
+    }
+    *out = &child->id;
+    return 0;
+  }
+}
+
+int rdma_create_ep(rdma_cm_id** out, rdma_addrinfo* res, ibv_pd* pd,
+                   ibv_qp_init_attr* qp_init_attr) {
+  if (out == nullptr || res == nullptr) return Fail(EINVAL);
+  rdma_cm_id* cm_id = nullptr;
+  if (rdma_create_id(nullptr, &cm_id, nullptr,
+                     static_cast<rdma_port_space>(res->ai_port_space)) != 0) {
+    return -1;
+  }
+  Id* id = IdOf(cm_id);
+  int ret;
+  if (res->ai_flags & RAI_PASSIVE) {
+    ret = rdma_bind_addr(cm_id, res->ai_src_addr);
+    if (ret == 0 && qp_init_attr != nullptr) {
+      id->has_ep_attr = true;
+      id->ep_attr = *qp_init_attr;
+      id->ep_attr.qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
+      id->ep_pd = pd;
+    }
+  } else {
+    ret = rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr, 2000);
+    if (ret == 0) ret = rdma_resolve_route(cm_id, 2000);
+    if (ret == 0 && qp_init_attr != nullptr) {
+      qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
+      ret = rdma_create_qp(cm_id, pd, qp_init_attr);
+    }
+  }
+  if (ret != 0) {
+    const int err = errno;
+    rdma_destroy_id(cm_id);
+    return Fail(err);
+  }
+  *out = cm_id;
+  return 0;
+}
+
+void rdma_destroy_ep(rdma_cm_id* cm_id) {
+  if (cm_id == nullptr) return;
+  if (cm_id->qp != nullptr) rdma_destroy_qp(cm_id);
+  rdma_destroy_id(cm_id);
+}
+
+int rdma_set_option(rdma_cm_id* cm_id, int level, int optname, void* optval,
+                    size_t optlen) {
+  if (cm_id == nullptr || optval == nullptr) return Fail(EINVAL);
+  if (level == RDMA_OPTION_ID) {
+    switch (optname) {
+      case RDMA_OPTION_ID_TOS:
+      case RDMA_OPTION_ID_ACK_TIMEOUT:
+        if (optlen != sizeof(uint8_t)) return Fail(EINVAL);
+        return 0;  // accepted; the sim has one traffic class and its own timers
+      case RDMA_OPTION_ID_REUSEADDR:
+      case RDMA_OPTION_ID_AFONLY:
+        if (optlen != sizeof(int)) return Fail(EINVAL);
+        return 0;
+    }
+  }
+  Warn("rdma_set_option level " + std::to_string(level) + " option " +
+       std::to_string(optname) + " is not covered by the verbsim drop-in "
+       "library (ENOSYS)");
+  return Fail(ENOSYS);
+}
+
+__be16 rdma_get_src_port(rdma_cm_id* cm_id) {
+  return cm_id == nullptr ? 0 : IdOf(cm_id)->src.sin_port;
+}
+
+__be16 rdma_get_dst_port(rdma_cm_id* cm_id) {
+  return cm_id == nullptr ? 0 : IdOf(cm_id)->dst.sin_port;
+}
+
+ibv_context** rdma_get_devices(int* num_devices) {
+  const std::vector<Node*>& nodes = LocalNodes();
+  auto** list = static_cast<ibv_context**>(
+      std::calloc(nodes.size() + 1, sizeof(ibv_context*)));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < nodes.size(); ++i) list[i] = nodes[i]->verbs;
+  if (num_devices != nullptr) *num_devices = static_cast<int>(nodes.size());
+  return list;
+}
+
+void rdma_free_devices(ibv_context** list) { std::free(list); }
+
+}  // extern "C"

@@ -1,0 +1,150 @@
+// The sim nodes this process owns and their IPv4 addresses.
+//
+// A sim node's GID is the IPv4-mapped ::ffff:10.0.0.(i+1)
+// (docs/udp-transport.md), so its IPv4 address is 10.0.0.(i+1) and an address
+// names a node. The devices the drop-in libibverbs lists are this process's
+// nodes: all of them in-process, the `local=` ones with VERBSIM_UDP.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "dropin/rdmacm/cm.h"
+
+namespace verbsim::rdmacm {
+
+void Warn(const std::string& message) {
+  std::fprintf(stderr, "librdmacm (verbsim): %s\n", message.c_str());
+}
+
+int Fail(int err) {
+  errno = err;
+  return -1;
+}
+
+bool Debug() {
+  static const bool debug = [] {
+    const char* v = std::getenv("VERBSIM_DEBUG");
+    return v != nullptr && *v != '\0';
+  }();
+  return debug;
+}
+
+namespace {
+
+// The CM sockets' namespace: the UDP base port from VERBSIM_UDP, shared by
+// the processes of one fabric; else this process alone.
+std::string NamespaceFromEnv() {
+  if (const char* v = std::getenv("VERBSIM_UDP"); v != nullptr) {
+    std::stringstream options(v);
+    std::string item;
+    while (std::getline(options, item, ',')) {
+      if (item.rfind("udp=", 0) == 0) return "udp" + item.substr(4);
+    }
+  }
+  return "pid" + std::to_string(getpid());
+}
+
+// The fabric's size: VERBSIM_NODES as the drop-in libibverbs reads it.
+int FabricSizeFromEnv() {
+  const char* v = std::getenv("VERBSIM_NODES");
+  const int n = (v != nullptr && *v != '\0') ? std::atoi(v) : 2;
+  return n > 0 ? n : 2;
+}
+
+std::once_flag once;
+std::vector<Node*>* nodes = nullptr;
+int fabric_size = 0;
+std::string* socket_namespace = nullptr;
+
+void Init() {
+  nodes = new std::vector<Node*>;
+  socket_namespace = new std::string(NamespaceFromEnv());
+  fabric_size = FabricSizeFromEnv();
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list == nullptr || count == 0) {
+    Warn("no sim devices (see the libibverbs line above); rdma_cm calls will "
+         "fail with ENODEV");
+    if (list != nullptr) ibv_free_device_list(list);
+    return;
+  }
+  // The drop-in lists the nodes of this process only (with VERBSIM_UDP,
+  // those of its local= list).
+  for (int i = 0; i < count; ++i) {
+    ibv_context* verbs = ibv_open_device(list[i]);
+    if (verbs == nullptr) {
+      Warn(std::string("cannot open ") + ibv_get_device_name(list[i]) + ": " +
+           std::strerror(errno));
+      continue;
+    }
+    auto* node = new Node;
+    node->verbs = verbs;
+    ibv_query_gid(verbs, 1, 0, &node->gid);
+    node->ip = (static_cast<uint32_t>(node->gid.raw[12]) << 24) |
+               (static_cast<uint32_t>(node->gid.raw[13]) << 16) |
+               (static_cast<uint32_t>(node->gid.raw[14]) << 8) |
+               node->gid.raw[15];
+    ibv_device_attr attr{};
+    if (ibv_query_device(verbs, &attr) == 0) {
+      node->max_rd_atom = static_cast<uint8_t>(attr.max_qp_rd_atom);
+      node->max_init_rd_atom = static_cast<uint8_t>(attr.max_qp_init_rd_atom);
+    }
+    ibv_port_attr port{};
+    if (ibv_query_port(verbs, 1, &port) == 0) node->active_mtu = port.active_mtu;
+    nodes->push_back(node);
+  }
+  // The contexts stay open for the life of the process, as librdmacm's.
+  ibv_free_device_list(list);
+}
+
+}  // namespace
+
+const std::vector<Node*>& LocalNodes() {
+  std::call_once(once, Init);
+  return *nodes;
+}
+
+Node* LocalNodeOf(uint32_t ip) {
+  const std::vector<Node*>& local = LocalNodes();
+  if (ip == 0x7f000001 && !local.empty()) return local.front();
+  for (Node* n : local) {
+    if (n->ip == ip) return n;
+  }
+  return nullptr;
+}
+
+bool FabricHasIp(uint32_t ip) {
+  LocalNodes();
+  if (ip == 0x7f000001) return !nodes->empty();
+  // Node i is 10.0.0.(i+1), and 10.x.y.z past 254 nodes (sim/wire.h).
+  if ((ip >> 24) != 10 || (ip & 0xffffff) == 0) return false;
+  return static_cast<int>((ip & 0xffffff) - 1) < fabric_size;
+}
+
+const std::string& SocketNamespace() {
+  LocalNodes();
+  return *socket_namespace;
+}
+
+ibv_gid GidOfIp(uint32_t ip) {
+  ibv_gid gid{};
+  gid.raw[10] = gid.raw[11] = 0xff;
+  gid.raw[12] = static_cast<uint8_t>(ip >> 24);
+  gid.raw[13] = static_cast<uint8_t>(ip >> 16);
+  gid.raw[14] = static_cast<uint8_t>(ip >> 8);
+  gid.raw[15] = static_cast<uint8_t>(ip);
+  return gid;
+}
+
+ibv_pd* DefaultPd(Node* node) {
+  std::lock_guard<std::mutex> lock(CmMutex());
+  if (node->default_pd == nullptr) node->default_pd = ibv_alloc_pd(node->verbs);
+  return node->default_pd;
+}
+
+}  // namespace verbsim::rdmacm
