@@ -46,7 +46,11 @@ int Take(Channel* channel, Event** event) {
     if (n == 1) break;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return -1;  // EAGAIN on a non-blocking channel
-    return Fail(ENODATA);
+    // End of file: the channel was destroyed under a blocked reader. With
+    // librdmacm that read keeps blocking (the kernel file stays open under
+    // it) until the process ends, and programs such as rping rely on it:
+    // their event thread is left blocked while main tears down and exits.
+    for (;;) pause();
   }
   std::lock_guard<std::mutex> lock(channel->mu);
   *event = channel->queue.front();

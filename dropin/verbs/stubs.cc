@@ -28,8 +28,6 @@ VERBSIM_STUB_INT(ibv_copy_path_rec_to_kern)  // IBVERBS_1.0
 VERBSIM_STUB_INT(ibv_copy_qp_attr_from_kern)  // IBVERBS_1.0
 VERBSIM_STUB_PTR(ibv_get_sysfs_path)  // IBVERBS_1.0
 VERBSIM_STUB_INT(ibv_copy_ah_attr_from_kern)  // IBVERBS_1.1
-VERBSIM_STUB_PTR(ibv_create_ah_from_wc)  // IBVERBS_1.1
-VERBSIM_STUB_INT(ibv_init_ah_from_wc)  // IBVERBS_1.1
 VERBSIM_STUB_INT(ibv_resolve_eth_l2_from_gid)  // IBVERBS_1.1
 VERBSIM_STUB_PTR(ibv_import_device)  // IBVERBS_1.10
 VERBSIM_STUB_PTR(ibv_import_mr)  // IBVERBS_1.10
