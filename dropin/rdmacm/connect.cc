@@ -255,7 +255,6 @@ int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
       id->qp_num = id->id.qp->qp_num;
     } else if (param != nullptr && param->qp_num != 0) {
       id->qp_num = param->qp_num;  // a QP the program made (ibv_create_qp)
-      id->psn = (param->qp_num * 2654435761u) & 0xffffff;
     } else {
       Warn("rdma_connect: the id has no QP and conn_param gives no qp_num");
       return Fail(EINVAL);
@@ -303,7 +302,6 @@ int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
       id->qp_num = id->id.qp->qp_num;
     } else if (param != nullptr && param->qp_num != 0) {
       id->qp_num = param->qp_num;
-      id->psn = (param->qp_num * 2654435761u) & 0xffffff;
     } else {
       Warn("rdma_accept: the id has no QP and conn_param gives no qp_num");
       return Fail(EINVAL);

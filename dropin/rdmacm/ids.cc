@@ -7,6 +7,7 @@
 // needs no traffic, so ADDR_RESOLVED and ROUTE_RESOLVED are reported at once.
 #include <arpa/inet.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,10 @@ bool IsUd(const Id* id) { return id->id.qp_type == IBV_QPT_UD; }
 Id* NewId(rdma_event_channel* channel, void* context, rdma_port_space ps,
           ibv_qp_type qp_type) {
   auto* id = new Id{};
+  // The starting PSN of its connection, fixed from the start as the CM's
+  // (a program may move its own QP with rdma_init_qp_attr before accepting).
+  static std::atomic<uint32_t> ids{1};
+  id->psn = (ids.fetch_add(1) * 2654435761u) & 0xffffff;
   id->id.context = context;
   id->id.ps = ps;
   id->id.qp_type = qp_type;

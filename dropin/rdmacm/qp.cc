@@ -171,7 +171,6 @@ int rdma_create_qp(rdma_cm_id* cm_id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr
     id->id.qp = qp;
     id->id.pd = pd;
     id->qp_num = qp->qp_num;
-    id->psn = (qp->qp_num * 2654435761u) & 0xffffff;
     // A connected QP waits in INIT for the peer; a UD QP is ready at once
     // (librdmacm's ucma_init_conn_qp and ucma_init_ud_qp).
     const int moved = IsUd(id) ? MoveQp(id, {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS})

@@ -1,5 +1,6 @@
 # Sourced by the drop-in tests: points LD_LIBRARY_PATH at the drop-in
-# libibverbs.so.1 from the test's runfiles and checks for the Debian program
+# libibverbs.so.1 (and librdmacm.so.1, when the test has it) from the test's
+# runfiles and checks for the Debian program
 # the test runs. Under --config=asan the library needs the ASan runtime first
 # in the process, which Debian's uninstrumented programs do not have: it is
 # preloaded then (the sanitizers' documented way for such hosts).
@@ -13,6 +14,11 @@ dropin_lib="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/verbs/libibverbs.so.1"
 [[ -f "${dropin_lib}" ]] || fail "no drop-in library at ${dropin_lib}"
 DROPIN_DIR="$(dirname "${dropin_lib}")"
 export LD_LIBRARY_PATH="${DROPIN_DIR}"
+# The drop-in librdmacm.so.1 too, for the tests that have it in their data.
+rdmacm_lib="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/rdmacm/librdmacm.so.1"
+if [[ -f "${rdmacm_lib}" ]]; then
+  export LD_LIBRARY_PATH="$(dirname "${rdmacm_lib}"):${LD_LIBRARY_PATH}"
+fi
 export VERBSIM_DROPIN_DIR="${DROPIN_DIR}"
 
 # need FILE PACKAGE: fails with the install command when FILE is missing.

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Debian's unmodified librdmacm programs in two processes on one sim fabric,
+# through the drop-in librdmacm.so.1 and libibverbs.so.1: each process owns
+# one node (VERBSIM_UDP, docs/udp-transport.md); the server listens on node
+# 0's address 10.0.0.1, the client in the other process connects to it.
+#
+#   rdma_server / rdma_client   RDMA_PS_TCP, synchronous ids (rdma_create_ep,
+#                               rdma_get_request, rdma_post_*, rdma_get_*_comp)
+#   rping (-v -V), rping -q     event channel, RDMA READ and WRITE of
+#                               advertised buffers; -q: the program's own QP
+#                               (rdma_init_qp_attr, rdma_establish)
+#   udaddy                      RDMA_PS_UDP: SIDR, UD sends with immediate,
+#                               the server's reply AH from the completion
+#
+# and the errors a program gets on hardware: nobody listening (REJECTED 8,
+# ECONNREFUSED; UNREACHABLE 1 for UD), an address no node has (ADDR_ERROR).
+# Each run is bounded in time, exit statuses and output are checked, and no
+# process outlives the test.
+set -uo pipefail
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
+need /usr/bin/rping rdmacm-utils
+need /usr/bin/udaddy rdmacm-utils
+need /usr/bin/rdma_server rdmacm-utils
+
+work="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rdmacm.XXXXXX")"
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill -9 "${pid}" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+
+# A UDP base port (node i on base+i) and a CM port, apart for every pair and
+# every run of the test.
+next_port=$(( 22000 + (RANDOM % 2000) * 10 ))
+
+# expect FILE COUNT REGEX: FILE has exactly COUNT lines matching REGEX.
+expect() {
+  local n
+  n="$(grep -Ec -- "$3" "$1")"
+  [[ "${n}" -eq "$2" ]] || { cat "$1"; fail "$(basename "$1"): ${n} lines match /$3/, want $2"; }
+}
+
+# pair NAME SERVER_CMD... -- CLIENT_CMD...: the server on node 0 (process
+# A), then the client on node 1 (process B); both must exit 0. The outputs
+# are left in ${work}/NAME.server and NAME.client.
+pair() {
+  local name="$1"
+  shift
+  local server_cmd=() client_cmd=()
+  while [[ "$1" != "--" ]]; do server_cmd+=("$1"); shift; done
+  shift
+  client_cmd=("$@")
+  local udp="${next_port}"
+  next_port=$(( next_port + 10 ))
+  local out_s="${work}/${name}.server" out_c="${work}/${name}.client"
+  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=0" \
+    run_bounded 60 "${server_cmd[@]}" >"${out_s}" 2>&1 &
+  local server=$!
+  pids+=("${server}")
+  sleep 0.5
+  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=1" \
+    run_bounded 60 "${client_cmd[@]}" >"${out_c}" 2>&1
+  local rc_c=$?
+  wait "${server}"
+  local rc_s=$?
+  echo "== ${name}: server exit ${rc_s}, client exit ${rc_c}"
+  [[ ${rc_s} -eq 0 && ${rc_c} -eq 0 ]] || {
+    echo "--- server"; cat "${out_s}"; echo "--- client"; cat "${out_c}"
+    fail "${name}: exit statuses ${rc_s} (server) and ${rc_c} (client)"
+  }
+}
+
+# alone NAME WANT_RC CMD...: one client with nobody to talk to; its exit
+# status must be WANT_RC. Output in ${work}/NAME.client.
+alone() {
+  local name="$1" want="$2"
+  shift 2
+  local udp="${next_port}"
+  next_port=$(( next_port + 10 ))
+  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=1" \
+    run_bounded 30 "$@" >"${work}/${name}.client" 2>&1
+  local rc=$?
+  echo "== ${name}: exit ${rc}"
+  [[ ${rc} -eq ${want} ]] || { cat "${work}/${name}.client"; fail "${name}: exit ${rc}, want ${want}"; }
+}
+
+# rdma_server / rdma_client: one 16-byte send each way, then disconnect.
+port=7471
+pair sync /usr/bin/rdma_server -s 10.0.0.1 -p "${port}" -- \
+  /usr/bin/rdma_client -s 10.0.0.1 -p "${port}"
+expect "${work}/sync.server" 1 '^rdma_server: end 0$'
+expect "${work}/sync.client" 1 '^rdma_client: end 0$'
+# The server bound to every local address (no -s) answers too.
+pair sync_any /usr/bin/rdma_server -p "${port}" -- \
+  /usr/bin/rdma_client -s 10.0.0.1 -p "${port}"
+expect "${work}/sync_any.client" 1 '^rdma_client: end 0$'
+
+# rping: 20 iterations; the client (-V) compares every byte it wrote with
+# what came back and fails on a mismatch; -v prints each ping.
+count=20
+pair rping /usr/bin/rping -s -a 10.0.0.1 -p 7174 -C "${count}" -v -- \
+  /usr/bin/rping -c -a 10.0.0.1 -p 7174 -C "${count}" -v -V
+expect "${work}/rping.server" "${count}" '^server ping data: rdma-ping-[0-9]+: '
+expect "${work}/rping.client" "${count}" '^ping data: rdma-ping-[0-9]+: '
+# The last ping as rping formats it (its 64-byte default: the message
+# number, then the rotating alphabet): every byte went client -> server by
+# RDMA READ and back by RDMA WRITE.
+n="$(grep -Fxc 'ping data: rdma-ping-19: TUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyzABCDEFGHIJ' "${work}/rping.client")"
+[[ "${n}" -eq 1 ]] || fail "rping.client lacks the 20th ping's exact text"
+expect "${work}/rping.client" 0 'mismatch'
+pair rping_own_qp /usr/bin/rping -s -q -a 10.0.0.1 -p 7174 -C 5 -v -- \
+  /usr/bin/rping -c -q -a 10.0.0.1 -p 7174 -C 5 -v -V
+expect "${work}/rping_own_qp.client" 5 '^ping data: rdma-ping-[0-9]+: '
+
+# udaddy: 10 datagrams of 100 bytes each way over UD.
+pair udaddy /usr/bin/udaddy -- /usr/bin/udaddy -s 10.0.0.1
+for side in server client; do
+  expect "${work}/udaddy.${side}" 1 '^data transfers complete$'
+  expect "${work}/udaddy.${side}" 1 '^return status 0$'
+done
+
+# Errors, with the statuses the kernel's CM gives.
+alone refused 255 /usr/bin/rdma_client -s 10.0.0.1 -p 7999
+expect "${work}/refused.client" 1 '^rdma_connect: Connection refused$'
+alone rping_refused 255 /usr/bin/rping -c -a 10.0.0.1 -p 7999 -C 1
+expect "${work}/rping_refused.client" 1 '^cma event RDMA_CM_EVENT_REJECTED, error 8$'
+alone udaddy_unreachable 1 /usr/bin/udaddy -s 10.0.0.1
+expect "${work}/udaddy_unreachable.client" 1 'RDMA_CM_EVENT_UNREACHABLE, error: 1$'
+alone no_such_node 255 /usr/bin/rping -c -a 10.0.0.9 -p 7999 -C 1
+expect "${work}/no_such_node.client" 1 '^cma event RDMA_CM_EVENT_ADDR_ERROR, error -113$'
+
+echo "PASS"
