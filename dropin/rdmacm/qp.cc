@@ -3,12 +3,28 @@
 // libibverbs they are sim QPs, and moved through the states with the
 // attributes the kernel's CM would give (drivers/infiniband/core/cma.c and
 // cm.c: cma_ib_init_qp_attr, cm_init_qp_{init,rtr,rts}_attr).
+#include <dlfcn.h>
+
 #include <cerrno>
 #include <cstring>
 
 #include "dropin/rdmacm/cm.h"
 
 namespace verbsim::rdmacm {
+
+namespace {
+
+// Tells the drop-in libibverbs that a QP is connected through the CM, which
+// its iWARP profile requires before RTS (dropin/verbs/cm_hook.cc); absent
+// from any other libibverbs, where there is nothing to tell.
+void MarkCmConnected(ibv_context* verbs, uint32_t qp_num) {
+  using Hook = int (*)(ibv_context*, uint32_t);
+  static const Hook hook = reinterpret_cast<Hook>(
+      dlsym(RTLD_DEFAULT, "verbsim_dropin_qp_cm_connected"));
+  if (hook != nullptr) hook(verbs, qp_num);
+}
+
+}  // namespace
 
 int InitQpAttr(Id* id, ibv_qp_attr* attr, int* mask) {
   const ibv_qp_state state = attr->qp_state;
@@ -57,6 +73,7 @@ int InitQpAttr(Id* id, ibv_qp_attr* attr, int* mask) {
       *mask |= IBV_QP_SQ_PSN;
       if (ud) return 0;
       if (!id->has_peer) return Fail(EINVAL);
+      MarkCmConnected(id->id.verbs, id->qp_num);
       attr->timeout = 14;  // 67 ms
       attr->retry_cnt = id->retry_count;
       attr->rnr_retry = id->rnr_retry_count;

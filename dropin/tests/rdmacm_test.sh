@@ -11,6 +11,7 @@
 #                               (rdma_init_qp_attr, rdma_establish)
 #   udaddy                      RDMA_PS_UDP: SIDR, UD sends with immediate,
 #                               the server's reply AH from the completion
+#   rping, rdma_server/client   also on the rxe and siw profiles
 #
 # and the errors a program gets on hardware: nobody listening (REJECTED 8,
 # ECONNREFUSED; UNREACHABLE 1 for UD), an address no node has (ADDR_ERROR).
@@ -113,6 +114,19 @@ expect "${work}/rping.client" 0 'mismatch'
 pair rping_own_qp /usr/bin/rping -s -q -a 10.0.0.1 -p 7174 -C 5 -v -- \
   /usr/bin/rping -c -q -a 10.0.0.1 -p 7174 -C 5 -v -V
 expect "${work}/rping_own_qp.client" 5 '^ping data: rdma-ping-[0-9]+: '
+
+# The rxe and siw profiles: the same programs (siw has no UD; its QPs reach
+# RTS only through the CM, which the drop-in librdmacm tells the sim).
+for profile in rxe siw; do
+  VERBSIM_PROFILE="${profile}" pair "rping_${profile}" \
+    /usr/bin/rping -s -a 10.0.0.1 -p 7174 -C 5 -v -- \
+    /usr/bin/rping -c -a 10.0.0.1 -p 7174 -C 5 -v -V
+  expect "${work}/rping_${profile}.client" 5 '^ping data: rdma-ping-[0-9]+: '
+  VERBSIM_PROFILE="${profile}" pair "sync_${profile}" \
+    /usr/bin/rdma_server -s 10.0.0.1 -p "${port}" -- \
+    /usr/bin/rdma_client -s 10.0.0.1 -p "${port}"
+  expect "${work}/sync_${profile}.client" 1 '^rdma_client: end 0$'
+done
 
 # udaddy: 10 datagrams of 100 bytes each way over UD.
 pair udaddy /usr/bin/udaddy -- /usr/bin/udaddy -s 10.0.0.1
