@@ -12,6 +12,7 @@
 #   udaddy                      RDMA_PS_UDP: SIDR, UD sends with immediate,
 #                               the server's reply AH from the completion
 #   rping, rdma_server/client   also on the rxe and siw profiles
+#   ib_write_bw/ib_read_bw -R   perftest through rdma_cm
 #
 # and the errors a program gets on hardware: nobody listening (REJECTED 8,
 # ECONNREFUSED; UNREACHABLE 1 for UD), an address no node has (ADDR_ERROR).
@@ -22,6 +23,7 @@ source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
 need /usr/bin/rping rdmacm-utils
 need /usr/bin/udaddy rdmacm-utils
 need /usr/bin/rdma_server rdmacm-utils
+need /usr/bin/ib_write_bw perftest
 
 work="$(mktemp -d "${TEST_TMPDIR:-/tmp}/rdmacm.XXXXXX")"
 pids=()
@@ -134,6 +136,16 @@ for side in server client; do
   expect "${work}/udaddy.${side}" 1 '^data transfers complete$'
   expect "${work}/udaddy.${side}" 1 '^return status 0$'
 done
+
+# perftest in its rdma_cm mode (-R): the result row "<bytes> <iterations> ...".
+bw_row='^ 65536 +200 +[0-9.]+ +[0-9.]+'
+pair write_bw_cm /usr/bin/ib_write_bw -R -F -n 200 -p 18600 -- \
+  /usr/bin/ib_write_bw -R -F -n 200 -p 18600 10.0.0.1
+expect "${work}/write_bw_cm.client" 1 "${bw_row}"
+expect "${work}/write_bw_cm.server" 1 "${bw_row}"
+pair read_bw_cm /usr/bin/ib_read_bw -R -F -n 200 -p 18600 -- \
+  /usr/bin/ib_read_bw -R -F -n 200 -p 18600 10.0.0.1
+expect "${work}/read_bw_cm.client" 1 "${bw_row}"
 
 # Errors, with the statuses the kernel's CM gives.
 alone refused 255 /usr/bin/rdma_client -s 10.0.0.1 -p 7999
