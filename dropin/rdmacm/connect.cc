@@ -8,7 +8,9 @@
 // address handle. Statuses are the kernel CM's: a REQ nobody listens for is
 // REJECTED with reason 8 (IB_CM_REJ_INVALID_SERVICE_ID), a consumer's
 // rejection 28 (IB_CM_REJ_CONSUMER_DEFINED), a SIDR REQ nobody listens for
-// UNREACHABLE with status 1 (IB_SIDR_UNSUPPORTED).
+// UNREACHABLE with status 1 (IB_SIDR_UNSUPPORTED). An event's private data
+// is the whole field of its message, zero-padded past what the peer gave
+// (cma.c reports the field's size, e.g. IB_CM_REP_PRIVATE_DATA_SIZE).
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -101,7 +103,7 @@ Id* OnRequest(Id* listener, int fd, const Msg& m) {
   child->conn_fd = fd;
   child->state = State::kRequested;
   Event* e = NewEvent(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data,
-                      m.private_data_len);
+                      m.type == MsgType::kSidrReq ? kSidrReqPrivate : kReqPrivate);
   e->ev.listen_id = &listener->id;
   if (m.type == MsgType::kSidrReq) {
     e->ev.param.ud.ah_attr = AhToPeer(child);
@@ -156,7 +158,7 @@ void OnMessage(Id* id, const Msg* m) {
         // and calls rdma_establish.
         id->state = State::kConnectResponse;
         Event* e = NewEvent(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,
-                            m->private_data, m->private_data_len);
+                            m->private_data, kRepPrivate);
         FillConnParam(e, *m);
         Deliver(id, e);
         return;
@@ -173,7 +175,7 @@ void OnMessage(Id* id, const Msg* m) {
       SendMsg(id, MsgFrom(id, MsgType::kRtu));
       id->state = State::kEstablished;
       Event* e = NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->private_data,
-                          m->private_data_len);
+                          kRepPrivate);
       FillConnParam(e, *m);
       Deliver(id, e);
       return;
@@ -185,13 +187,13 @@ void OnMessage(Id* id, const Msg* m) {
         id->state = State::kRejected;
         Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE,
                              static_cast<int>(m->status), m->private_data,
-                             m->private_data_len));
+                             kSidrRepPrivate));
         return;
       }
       TakePeer(id, *m);
       id->state = State::kEstablished;
       Event* e = NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->private_data,
-                          m->private_data_len);
+                          kSidrRepPrivate);
       e->ev.param.ud.ah_attr = AhToPeer(id);
       e->ev.param.ud.qp_num = m->qpn;
       e->ev.param.ud.qkey = m->qkey;
@@ -207,7 +209,7 @@ void OnMessage(Id* id, const Msg* m) {
       id->state = State::kRejected;
       Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED,
                            static_cast<int>(m->status), m->private_data,
-                           m->private_data_len));
+                           kRejPrivate));
       return;
     }
     case MsgType::kRtu: {
