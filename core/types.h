@@ -191,8 +191,9 @@ enum QpAttrMask : uint32_t {
   kQpDestQpn = 1u << 20,
 };
 
-// A 128-bit GID. The sim gives node i the IPv4-mapped GID of 10.0.0.(i+1),
-// as RoCEv2 over IPv4 would.
+// A 128-bit GID. The sim gives node i the IPv4-mapped GID of its loopback
+// address (127.0.1.(i+1) by default, sim/addresses.h), as RoCEv2 over IPv4
+// would.
 using Gid = std::array<uint8_t, 16>;
 std::string GidToString(const Gid& gid);
 

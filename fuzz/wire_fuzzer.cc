@@ -35,13 +35,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using verbsim::sim::DecodeRoceV2Ip;
   using verbsim::sim::EncodeRoceV2Ip;
   using verbsim::sim::OnWire;
+  constexpr uint32_t kBase = verbsim::sim::kDefaultAddressBase;
   // A copy of exactly `size` bytes, so that ASan sees any overread.
   std::vector<uint8_t> in(data, data + size);
-  (void)DecodeRoceV2(in.data(), in.size());
-  auto p = DecodeRoceV2Ip(in.data(), in.size());
+  (void)DecodeRoceV2(in.data(), in.size(), kBase);
+  auto p = DecodeRoceV2Ip(in.data(), in.size(), kBase);
   if (!p.ok()) return 0;
-  const std::vector<uint8_t> again = EncodeRoceV2Ip(*p, 1);
-  auto q = DecodeRoceV2Ip(again.data(), again.size());
+  const std::vector<uint8_t> again = EncodeRoceV2Ip(*p, 1, kBase);
+  auto q = DecodeRoceV2Ip(again.data(), again.size(), kBase);
   if (!q.ok() || !Same(OnWire(*p), *q) || !Same(*p, OnWire(*p))) std::abort();
   return 0;
 }

@@ -14,7 +14,9 @@
 namespace verbsim::sim {
 
 Fabric::Fabric(FabricOptions options)
-    : options_(std::move(options)), rng_(options_.seed) {
+    : options_(std::move(options)),
+      address_status_(CheckAddressBase(options_.address_base, options_.nodes)),
+      rng_(options_.seed) {
   for (int i = 0; i < options_.nodes; ++i) {
     auto node = std::make_unique<Node>();
     node->fabric = this;
@@ -23,13 +25,9 @@ Fabric::Fabric(FabricOptions options)
     node->keys.set_window_bounds_checked(options_.profile.mw_bounds_checked);
     node->keys.set_key_scheme(options_.profile.one_key_for_both,
                               options_.profile.rkey_needs_remote_access);
-    // IPv4-mapped GID of 10.<hi>.<lo>.<n> for RoCEv2 over IPv4.
-    node->gid[10] = 0xff;
-    node->gid[11] = 0xff;
-    node->gid[12] = 10;
-    node->gid[13] = static_cast<uint8_t>(((i + 1) >> 16) & 0xff);
-    node->gid[14] = static_cast<uint8_t>(((i + 1) >> 8) & 0xff);
-    node->gid[15] = static_cast<uint8_t>((i + 1) & 0xff);
+    // RoCEv2 over IPv4: GID 0 is the IPv4-mapped form of the address.
+    node->ipv4 = NodeIpv4(options_.address_base, i);
+    node->gid = Ipv4MappedGid(node->ipv4);
     nodes_.push_back(std::move(node));
   }
   if (options_.udp.base_port != 0) {
@@ -235,7 +233,8 @@ void Fabric::Arrive(Packet packet, bool corrupt) {
   // The packet leaves this process: RoCEv2 over UDP. A corrupt fault flips
   // a payload bit after the ICRC is computed, so the receiver's ICRC check
   // catches it (as a NIC's would).
-  std::vector<uint8_t> bytes = EncodeRoceV2Ip(packet, ip_id_++);
+  std::vector<uint8_t> bytes =
+      EncodeRoceV2Ip(packet, ip_id_++, options_.address_base);
   if (corrupt) bytes[bytes.size() - 5] ^= 0x01;
   if (!udp_->Send(packet.src_node, packet.dst_node, bytes)) {
     TracePacket(TraceKind::kDrop, packet, "UDP send failed");
@@ -664,6 +663,7 @@ void Fabric::SyncClock() {
 }
 
 absl::Status Fabric::StartUdp() {
+  if (!address_status_.ok()) return address_status_;
   const FabricOptions::Udp& u = options_.udp;
   if (u.base_port <= 0 || u.base_port + num_nodes() - 1 > 65535) {
     return Errno(EINVAL,
@@ -718,14 +718,17 @@ void Fabric::ProgressLoop() {
 }
 
 void Fabric::ReceiveDatagram(const std::vector<uint8_t>& bytes) {
-  absl::StatusOr<Packet> p = DecodeRoceV2Ip(bytes.data(), bytes.size());
+  absl::StatusOr<Packet> p =
+      DecodeRoceV2Ip(bytes.data(), bytes.size(), options_.address_base);
   if (!p.ok()) {
     // A bad ICRC is the destination's to count (IBA 7.8.1), if the header
     // names one of our nodes; anything else is not a packet of the sim.
-    const int dst = bytes.size() >= 20 ? static_cast<int>(
-                        ((uint32_t{bytes[17]} << 16 | uint32_t{bytes[18]} << 8 |
-                          bytes[19]) - 1))
-                                       : -1;
+    const int dst =
+        bytes.size() >= 20
+            ? NodeOfIpv4(options_.address_base,
+                         uint32_t{bytes[16]} << 24 | uint32_t{bytes[17]} << 16 |
+                             uint32_t{bytes[18]} << 8 | bytes[19])
+            : -1;
     if (absl::IsDataLoss(p.status()) && dst >= 0 && dst < num_nodes() &&
         !nodes_[dst]->remote) {
       ++nodes_[dst]->icrc_errors;

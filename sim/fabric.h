@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 #include "absl/time/time.h"
+#include "sim/addresses.h"
 #include "sim/faults.h"
 #include "sim/keys.h"
 #include "sim/packet.h"
@@ -40,7 +41,8 @@ struct Node {
   Fabric* fabric = nullptr;
   int index = 0;
   std::string name;  // "sim0", "sim1", ...
-  Gid gid{};
+  uint32_t ipv4 = 0;  // FabricOptions::address_base + index
+  Gid gid{};          // ::ffff:<ipv4>
   KeyTable keys;
   absl::flat_hash_map<uint32_t, QpCore*> qps;
   uint32_t next_qpn = 17;  // QPNs are never reused within a fabric's life
@@ -80,6 +82,10 @@ struct LinkModel {
 struct FabricOptions {
   int nodes = 2;
   uint64_t seed = 1;
+  // Node i's IPv4 address is address_base + i (sim/addresses.h); every
+  // node's address must lie in 127.0.0.0/8, or no device of the fabric
+  // opens (Fabric::address_status).
+  uint32_t address_base = kDefaultAddressBase;
   SimProfile profile;
   // The link model of every node pair without one of its own (RoCE-like: 1 us,
   // 100 Gbit/s, 4096-byte payloads); see Fabric::SetLink for one pair.
@@ -112,6 +118,9 @@ class Fabric {
   Fabric& operator=(const Fabric&) = delete;
 
   const FabricOptions& options() const { return options_; }
+  // OK, or why the nodes' addresses are refused (CheckAddressBase); a
+  // fabric with refused addresses opens no device and sends nothing.
+  const absl::Status& address_status() const { return address_status_; }
   const SimProfile& profile() const { return options_.profile; }
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   // Debian's absl is not built for TSan, so the fabric uses std::mutex.
@@ -271,6 +280,7 @@ class Fabric {
   void ForceCqOverflow(const CqOverflow& overflow);
 
   FabricOptions options_;
+  absl::Status address_status_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -174,6 +174,15 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   if (const char* faults = std::getenv("VERBSIM_FAULTS"); faults && *faults) {
     fo.faults = faults;
   }
+  // VERBSIM_ADDR_BASE moves the nodes' addresses (sim/addresses.h); an
+  // addr_base= option in the spec wins over it.
+  if (const char* base = std::getenv(kAddressBaseEnv); base && *base) {
+    absl::StatusOr<uint32_t> ip = ParseIpv4(base);
+    if (!ip.ok()) {
+      return Errno(EINVAL, "%s: %s", kAddressBaseEnv, ip.status().message());
+    }
+    fo.address_base = *ip;
+  }
   std::string profile_name;
   // VERBSIM_UDP adds UDP transport options ("udp=<port>,local=<i>") to the
   // spec, so that an unmodified program can run on one node of a fabric
@@ -193,6 +202,13 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
       if (!absl::SimpleAtoi(part.substr(5), &fo.seed)) {
         return Errno(EINVAL, "sim option '%s': seed must be a number", part);
       }
+    } else if (absl::StartsWith(part, "addr_base=")) {
+      absl::StatusOr<uint32_t> ip = ParseIpv4(part.substr(10));
+      if (!ip.ok()) {
+        return Errno(EINVAL, "sim option '%s': %s", part,
+                     ip.status().message());
+      }
+      fo.address_base = *ip;
     } else if (absl::StartsWith(part, "udp=")) {
       if (!absl::SimpleAtoi(part.substr(4), &fo.udp.base_port) ||
           fo.udp.base_port < 1 || fo.udp.base_port > 65535) {
@@ -215,9 +231,12 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
     } else {
       return Errno(EINVAL,
                    "sim option '%s' unknown (want <profile>, nodes=N, seed=S, "
-                   "udp=PORT, local=I)",
+                   "addr_base=127.A.B.C, udp=PORT, local=I)",
                    part);
     }
+  }
+  if (absl::Status s = CheckAddressBase(fo.address_base, fo.nodes); !s.ok()) {
+    return s;
   }
   absl::StatusOr<SimProfile> profile = ProfileByName(profile_name);
   if (!profile.ok()) return profile.status();
@@ -260,6 +279,9 @@ absl::StatusOr<std::vector<std::string>> SimProvider::ListDevices() {
 }
 
 absl::StatusOr<int> SimProvider::DeviceIndex(absl::string_view device) const {
+  // Nothing opens on a fabric whose addresses a real socket could leave the
+  // host by (sim/addresses.h).
+  if (!fabric_->address_status().ok()) return fabric_->address_status();
   for (int i = 0; i < fabric_->num_nodes(); ++i) {
     if (fabric_->node(i)->name != device) continue;
     if (fabric_->node(i)->remote) {

@@ -3,8 +3,9 @@
 // UDP payload), one socket per local node.
 //
 // Address scheme (docs/udp-transport.md): every process builds a fabric of
-// the same `nodes` with the same base port; node i (GID ::ffff:10.0.0.(i+1),
-// as in-process) listens on 127.0.0.1:<base_port + i>. Each process says
+// the same `nodes`, the same base port and the same address base; node i
+// (GID ::ffff:<base + i>, as in-process, sim/addresses.h) listens on
+// 127.0.0.1:<base_port + i>. Each process says
 // which nodes are its own; the others are placeholders that only hold a GID.
 #ifndef VERBSIM_SIM_UDP_TRANSPORT_H_
 #define VERBSIM_SIM_UDP_TRANSPORT_H_

@@ -79,11 +79,11 @@ uint64_t Get64(const uint8_t* p) {
   return static_cast<uint64_t>(Get32(p)) << 32 | Get32(p + 4);
 }
 
-void PutMac(std::vector<uint8_t>& b, int node) {
+void PutMac(std::vector<uint8_t>& b, uint32_t ip) {
   // Locally administered: 02:00 then the IPv4 address.
   Put8(b, 0x02);
   Put8(b, 0x00);
-  Put32(b, NodeIpv4(node));
+  Put32(b, ip);
 }
 
 // Which extended headers follow the BTH (IBA 9.2, table 38). UC uses the RC
@@ -164,20 +164,12 @@ absl::Status Malformed(absl::string_view what) {
       absl::StrCat("malformed RoCEv2 packet: ", what));
 }
 
-// Node index of a 10.x.y.z address, or -1.
-int NodeOfIpv4(uint32_t ip) {
-  if ((ip >> 24) != 10 || (ip & 0xffffff) == 0) return -1;
-  return static_cast<int>((ip & 0xffffff) - 1);
-}
-
 }  // namespace
 
-uint32_t NodeIpv4(int node) {
-  const uint32_t n = static_cast<uint32_t>(node + 1);
-  return 10u << 24 | (n & 0xffffff);
-}
-
-std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id) {
+std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
+                                  uint32_t address_base) {
+  const uint32_t src_ip = NodeIpv4(address_base, p.src_node);
+  const uint32_t dst_ip = NodeIpv4(address_base, p.dst_node);
   const Headers h = HeadersOf(p.transport, p.opcode);
   std::vector<uint8_t> ib;  // BTH .. payload, pad
   const size_t pad = (4 - p.payload.size() % 4) % 4;
@@ -218,8 +210,8 @@ std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id) {
 
   std::vector<uint8_t> f;
   f.reserve(kEthHeaderLen + kIpLen + kUdpLen + ib.size() + kIcrcLen);
-  PutMac(f, p.dst_node);
-  PutMac(f, p.src_node);
+  PutMac(f, dst_ip);
+  PutMac(f, src_ip);
   Put16(f, 0x0800);
   const size_t ip = f.size();
   const uint16_t udp_len =
@@ -232,8 +224,8 @@ std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id) {
   Put8(f, p.hop_limit);  // TTL: a UD AH's hop limit (64 otherwise)
   Put8(f, 17);       // UDP
   Put16(f, 0);       // checksum, below
-  Put32(f, NodeIpv4(p.src_node));
-  Put32(f, NodeIpv4(p.dst_node));
+  Put32(f, src_ip);
+  Put32(f, dst_ip);
   Set16(f, ip + 10, Ipv4Checksum(f.data() + ip, kIpLen));
   // UDP: the source port carries flow entropy (here from the QP numbers);
   // the checksum is 0 (none), as RoCEv2 senders do over IPv4.
@@ -248,8 +240,9 @@ std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id) {
   return f;
 }
 
-std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id) {
-  std::vector<uint8_t> f = EncodeRoceV2(p, ip_id);
+std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id,
+                                    uint32_t address_base) {
+  std::vector<uint8_t> f = EncodeRoceV2(p, ip_id, address_base);
   f.erase(f.begin(), f.begin() + kEthHeaderLen);
   return f;
 }
@@ -275,7 +268,8 @@ uint32_t RoceV2Icrc(const uint8_t* frame, size_t frame_len) {
   return RoceV2IcrcIp(frame + kEthHeaderLen, frame_len - kEthHeaderLen);
 }
 
-absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* d, size_t len) {
+absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* d, size_t len,
+                                      uint32_t address_base) {
   if (len < kIpLen + kUdpLen + kBthLen + kIcrcLen) {
     return Malformed(absl::StrFormat("%d bytes, shorter than the %d of the "
                                      "IPv4, UDP, BTH and ICRC headers",
@@ -294,10 +288,13 @@ absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* d, size_t len) {
     return Malformed(absl::StrFormat("IPv4 protocol %d, want 17 (UDP)", d[9]));
   }
   if (Ipv4Checksum(d, kIpLen) != 0) return Malformed("bad IPv4 checksum");
-  const int src_node = NodeOfIpv4(Get32(d + 12));
-  const int dst_node = NodeOfIpv4(Get32(d + 16));
+  const int src_node = NodeOfIpv4(address_base, Get32(d + 12));
+  const int dst_node = NodeOfIpv4(address_base, Get32(d + 16));
   if (src_node < 0 || dst_node < 0) {
-    return Malformed("IPv4 address outside the sim's 10.0.0.0/8");
+    return Malformed(absl::StrFormat(
+        "IPv4 address %s -> %s: not a sim node (base %s)",
+        Ipv4ToString(Get32(d + 12)), Ipv4ToString(Get32(d + 16)),
+        Ipv4ToString(address_base)));
   }
   const uint8_t* u = d + kIpLen;
   if (Get16(u + 2) != kRoceV2Port) {
@@ -388,7 +385,8 @@ absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* d, size_t len) {
   return p;
 }
 
-absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len) {
+absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len,
+                                    uint32_t address_base) {
   if (len < kEthHeaderLen) {
     return Malformed(absl::StrFormat("%d bytes, shorter than an Ethernet "
                                      "header", len));
@@ -397,7 +395,8 @@ absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len) {
     return Malformed(absl::StrFormat("EtherType 0x%04x, want 0x0800 (IPv4)",
                                      Get16(data + 12)));
   }
-  return DecodeRoceV2Ip(data + kEthHeaderLen, len - kEthHeaderLen);
+  return DecodeRoceV2Ip(data + kEthHeaderLen, len - kEthHeaderLen,
+                        address_base);
 }
 
 Packet OnWire(const Packet& p) {

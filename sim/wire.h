@@ -4,7 +4,8 @@
 // A packet becomes IPv4 / UDP (destination port 4791) / BTH / the extended
 // headers of its opcode (DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt or
 // IETH; IBA 9.2 table 38) / payload / pad / ICRC. Node i has the IPv4
-// address 10.0.0.(i+1) (10.x.y.z for larger i), as in its IPv4-mapped GID.
+// address base + i (sim/addresses.h), as in its IPv4-mapped GID; every
+// encoder and decoder call names the fabric's base.
 // The pcap output puts an Ethernet header in front (EncodeRoceV2); the UDP
 // transport carries the IPv4 packet (EncodeRoceV2Ip).
 #ifndef VERBSIM_SIM_WIRE_H_
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sim/addresses.h"
 #include "sim/packet.h"
 
 namespace verbsim::sim {
@@ -22,15 +24,14 @@ namespace verbsim::sim {
 constexpr uint16_t kRoceV2Port = 4791;
 constexpr size_t kEthHeaderLen = 14;
 
-// Node i's IPv4 address, 10.0.0.(i+1) (as the sim's IPv4-mapped GIDs).
-uint32_t NodeIpv4(int node);
-
 // The Ethernet frame for `p` (Ethernet header through ICRC; no FCS), with
 // locally administered MACs 02:00:<IPv4>. `ip_id` fills the IPv4
-// identification field.
-std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id);
+// identification field; node i's address is address_base + i.
+std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
+                                  uint32_t address_base);
 // The same without the Ethernet header: the IPv4 packet.
-std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id);
+std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id,
+                                    uint32_t address_base);
 
 // The RoCEv2 ICRC of a frame laid out as EncodeRoceV2 does (IPv4, no VLAN):
 // CRC-32 over 8 bytes of 0xff (the masked LRH), the IPv4 header with TOS,
@@ -45,12 +46,16 @@ uint32_t RoceV2IcrcIp(const uint8_t* ip, size_t ip_len);
 // header checksum, the UDP port, the opcode of its transport and the ICRC
 // are checked: a bad ICRC is DATA_LOSS, anything else malformed or truncated
 // is INVALID_ARGUMENT naming what is wrong. On success src_node and dst_node
-// come from the IPv4 addresses; src_qpn comes from the DETH of a UD packet
-// and is 0 otherwise (RC and UC carry only the destination QP on the wire).
-// Fields that the opcode does not carry are left at their defaults.
-absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* data, size_t len);
+// come from the IPv4 addresses (address - address_base; an address below the
+// base or outside 127.0.0.0/8 is malformed); src_qpn comes from the DETH of
+// a UD packet and is 0 otherwise (RC and UC carry only the destination QP on
+// the wire). Fields that the opcode does not carry are left at their
+// defaults.
+absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* data, size_t len,
+                                      uint32_t address_base);
 // The same for an Ethernet frame (EtherType IPv4).
-absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len);
+absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len,
+                                    uint32_t address_base);
 
 // Which fields of `p` the wire carries for its transport and opcode: a copy
 // with the others reset, so that Decode(Encode(p)) == OnWire(p) field by

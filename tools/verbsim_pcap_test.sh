@@ -160,6 +160,27 @@ fi
 "${verbsim}" tour --quiet --pcap="${tmp}/tour.pcap" \
   --packets="${tmp}/tour.list" >/dev/null
 check tour "${tmp}/tour.pcap" "${tmp}/tour.list"
+# Every packet goes between the two nodes' loopback addresses, sim0
+# 127.0.1.1 and sim1 127.0.1.2 (docs/drop-in.md, "Addresses"), both ways.
+tshark_ "${tmp}/tour.pcap" -T fields -e ip.src -e ip.dst | sort -u |
+  tr '\t' '>' >"${tmp}/tour.addresses"
+printf '127.0.1.1>127.0.1.2\n127.0.1.2>127.0.1.1\n' >"${tmp}/tour.addresses.want"
+if diff -u "${tmp}/tour.addresses.want" "${tmp}/tour.addresses"; then
+  echo "ok tour addresses: 127.0.1.1 <-> 127.0.1.2"
+else
+  echo "FAIL tour addresses as tshark decodes them"
+  fail=1
+fi
+# Another base moves them (the CLI's fabric reads VERBSIM_ADDR_BASE).
+VERBSIM_ADDR_BASE=127.7.0.1 "${verbsim}" run docs/scenarios/11-ud-grh.scenario \
+  --quiet --pcap="${tmp}/base.pcap" >/dev/null
+addresses="$(tshark_ "${tmp}/base.pcap" -T fields -e ip.src -e ip.dst | sort -u | tr '\t\n' '> ')"
+if [[ "${addresses}" == "127.7.0.1>127.7.0.2 " ]]; then
+  echo "ok VERBSIM_ADDR_BASE=127.7.0.1: ${addresses}"
+else
+  echo "FAIL VERBSIM_ADDR_BASE=127.7.0.1 gave addresses '${addresses}'"
+  fail=1
+fi
 "${verbsim}" run docs/scenarios/06-atomics.scenario --quiet --seed=3 \
   --faults="dup op=FETCH_ADD; drop op=ATOMIC_ACKNOWLEDGE nth=1" \
   --pcap="${tmp}/faults.pcap" --packets="${tmp}/faults.list" >/dev/null

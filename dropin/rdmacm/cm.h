@@ -32,7 +32,7 @@ bool Debug();
 // ---- Nodes: the sim devices of this process and their addresses ----------
 
 struct Node {
-  uint32_t ip = 0;        // host order: 10.0.0.(i+1) for sim node i
+  uint32_t ip = 0;        // host order: the fabric's base + i for node i
   ibv_context* verbs = nullptr;
   ibv_gid gid{};          // GID index 0, ::ffff:<ip>
   ibv_pd* default_pd = nullptr;  // rdma_create_qp/ep with no PD
@@ -45,8 +45,9 @@ struct Node {
 // ones in its local= list), opened on first use. Empty after one line on
 // stderr when there are none.
 const std::vector<Node*>& LocalNodes();
-// The local node with this IPv4 address (host order); 127.0.0.1 is the
-// first local node. Null when the address is not one of this process.
+// The local node with this IPv4 address (host order); 127.0.0.1, unless a
+// node has it, is the first local node. Null when the address is not one of
+// this process.
 Node* LocalNodeOf(uint32_t ip);
 // Whether the address names a node of the fabric (local or in another
 // process).

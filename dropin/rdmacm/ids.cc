@@ -113,7 +113,7 @@ int QpTypeOf(rdma_port_space ps, ibv_qp_type* type) {
 int Ipv4Of(const sockaddr* addr, sockaddr_in* out) {
   if (addr == nullptr || addr->sa_family != AF_INET) {
     if (addr != nullptr) {
-      Warn("only IPv4 addresses (the sim nodes' 10.0.0.x) are covered; got "
+      Warn("only IPv4 addresses (the sim nodes' 127.x.y.z) are covered; got "
            "address family " + std::to_string(addr->sa_family));
     }
     return Fail(EAFNOSUPPORT);

@@ -1,9 +1,11 @@
 // The sim nodes this process owns and their IPv4 addresses.
 //
-// A sim node's GID is the IPv4-mapped ::ffff:10.0.0.(i+1)
-// (docs/udp-transport.md), so its IPv4 address is 10.0.0.(i+1) and an address
-// names a node. The devices the drop-in libibverbs lists are this process's
-// nodes: all of them in-process, the `local=` ones with VERBSIM_UDP.
+// A sim node's GID is the IPv4-mapped ::ffff:<address>, its address the
+// fabric's base + its index, inside 127.0.0.0/8 (sim/addresses.h,
+// docs/drop-in.md "Addresses"), so an address names a node. The devices the
+// drop-in libibverbs lists are this process's nodes: all of them
+// in-process, the `local=` ones with VERBSIM_UDP.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,22 +51,28 @@ std::string NamespaceFromEnv() {
   return "pid" + std::to_string(getpid());
 }
 
-// The fabric's size: VERBSIM_NODES as the drop-in libibverbs reads it.
-int FabricSizeFromEnv() {
-  const char* v = std::getenv("VERBSIM_NODES");
-  const int n = (v != nullptr && *v != '\0') ? std::atoi(v) : 2;
-  return n > 0 ? n : 2;
-}
-
 std::once_flag once;
 std::vector<Node*>* nodes = nullptr;
+// Every node of the fabric, this process's and the others': base + i for i
+// in 0..fabric_size-1. Asked of the drop-in libibverbs
+// (dropin/verbs/cm_hook.cc); on another libibverbs the fabric is the local
+// nodes alone.
+uint32_t fabric_base = 0;
 int fabric_size = 0;
 std::string* socket_namespace = nullptr;
+
+void LearnFabric() {
+  using Hook = int (*)(uint32_t*, int*);
+  const Hook hook = reinterpret_cast<Hook>(
+      dlsym(RTLD_DEFAULT, "verbsim_dropin_fabric_addresses"));
+  if (hook != nullptr && hook(&fabric_base, &fabric_size) == 0) return;
+  fabric_base = 0;
+  fabric_size = 0;
+}
 
 void Init() {
   nodes = new std::vector<Node*>;
   socket_namespace = new std::string(NamespaceFromEnv());
-  fabric_size = FabricSizeFromEnv();
   int count = 0;
   ibv_device** list = ibv_get_device_list(&count);
   if (list == nullptr || count == 0) {
@@ -100,6 +108,7 @@ void Init() {
   }
   // The contexts stay open for the life of the process, as librdmacm's.
   ibv_free_device_list(list);
+  LearnFabric();
 }
 
 }  // namespace
@@ -111,19 +120,18 @@ const std::vector<Node*>& LocalNodes() {
 
 Node* LocalNodeOf(uint32_t ip) {
   const std::vector<Node*>& local = LocalNodes();
-  if (ip == 0x7f000001 && !local.empty()) return local.front();
   for (Node* n : local) {
     if (n->ip == ip) return n;
   }
+  // 127.0.0.1, when no node has it, stands for this process's first node.
+  if (ip == 0x7f000001 && !local.empty()) return local.front();
   return nullptr;
 }
 
 bool FabricHasIp(uint32_t ip) {
-  LocalNodes();
-  if (ip == 0x7f000001) return !nodes->empty();
-  // Node i is 10.0.0.(i+1), and 10.x.y.z past 254 nodes (sim/wire.h).
-  if ((ip >> 24) != 10 || (ip & 0xffffff) == 0) return false;
-  return static_cast<int>((ip & 0xffffff) - 1) < fabric_size;
+  if (LocalNodeOf(ip) != nullptr) return true;
+  return ip >= fabric_base &&
+         uint64_t{ip} < uint64_t{fabric_base} + static_cast<uint64_t>(fabric_size);
 }
 
 const std::string& SocketNamespace() {

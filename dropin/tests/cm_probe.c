@@ -1,5 +1,5 @@
 /* The rdma_cm API's details on the drop-in librdmacm, in one process with
- * two sim nodes (10.0.0.1 listens, 10.0.0.2 connects), over event channels:
+ * two sim nodes (127.0.1.1 listens, 127.0.1.2 connects), over event channels:
  * errors for bad input with the object still usable, private data both
  * ways, a rejection, a connection with a send each way, the disconnect,
  * and a call that is not covered. Linked against the system's librdmacm and
@@ -53,11 +53,11 @@ static struct sockaddr_in addr(const char *ip, int port) {
   return a;
 }
 
-/* A client id on node 1, resolved toward 10.0.0.1:port, with a QP. */
+/* A client id on node 1, resolved toward 127.0.1.1:port, with a QP. */
 static struct rdma_cm_id *client(struct rdma_event_channel *ch, int port) {
   struct rdma_cm_id *id;
-  struct sockaddr_in dst = addr("10.0.0.1", port);
-  struct sockaddr_in src = addr("10.0.0.2", 0);
+  struct sockaddr_in dst = addr("127.0.1.1", port);
+  struct sockaddr_in src = addr("127.0.1.2", 0);
   if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
       rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000)) {
     perror("FAIL client");
@@ -78,10 +78,10 @@ static struct rdma_cm_id *client(struct rdma_event_channel *ch, int port) {
 
 int main(void) {
   struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
-  CHECK(rdma_getaddrinfo("10.0.0.1", "not-a-port", &hints, &res) == EAI_SERVICE,
+  CHECK(rdma_getaddrinfo("127.0.1.1", "not-a-port", &hints, &res) == EAI_SERVICE,
         "rdma_getaddrinfo: a non-numeric service is EAI_SERVICE");
   hints.ai_family = AF_INET6;
-  CHECK(rdma_getaddrinfo("10.0.0.1", "7000", &hints, &res) == EAI_FAMILY,
+  CHECK(rdma_getaddrinfo("127.0.1.1", "7000", &hints, &res) == EAI_FAMILY,
         "rdma_getaddrinfo: IPv6 is EAI_FAMILY");
 
   struct rdma_event_channel *sch = rdma_create_event_channel();
@@ -96,12 +96,12 @@ int main(void) {
   struct rdma_cm_id *listen_id, *other;
   rdma_create_id(sch, &listen_id, NULL, RDMA_PS_TCP);
   rdma_create_id(sch, &other, NULL, RDMA_PS_TCP);
-  struct sockaddr_in a = addr("10.0.0.9", 7300);
+  struct sockaddr_in a = addr("127.0.1.9", 7300);
   errno = 0;
   CHECK(rdma_bind_addr(listen_id, (struct sockaddr *)&a) == -1 && errno == EADDRNOTAVAIL,
         "binding an address no local node has is EADDRNOTAVAIL");
-  a = addr("10.0.0.1", 7300);
-  CHECK(rdma_bind_addr(listen_id, (struct sockaddr *)&a) == 0, "bind 10.0.0.1:7300 (after the failure)");
+  a = addr("127.0.1.1", 7300);
+  CHECK(rdma_bind_addr(listen_id, (struct sockaddr *)&a) == 0, "bind 127.0.1.1:7300 (after the failure)");
   errno = 0;
   CHECK(rdma_bind_addr(other, (struct sockaddr *)&a) == -1 && errno == EADDRINUSE,
         "a second bind to the same address and port is EADDRINUSE");

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Debian's ibv_devices on the drop-in libibverbs: the sim's nodes are listed
-# with their GUIDs, VERBSIM_NODES sets how many, a bad value is named.
+# with their GUIDs, VERBSIM_NODES sets how many, a bad value is named; a
+# VERBSIM_ADDR_BASE outside 127.0.0.0/8 is refused with the value and the
+# rule, and no device is listed.
 set -uo pipefail
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
 need /usr/bin/ibv_devices ibverbs-utils
@@ -22,6 +24,21 @@ for bad in 0 65 two; do
   grep -q "VERBSIM_NODES='${bad}'" <<<"${out}" || fail "no message naming VERBSIM_NODES='${bad}': ${out}"
   ! grep -q 'sim[0-9]' <<<"${out}" || fail "devices listed with VERBSIM_NODES=${bad}"
 done
+
+for bad in 10.0.0.1 192.168.1.1 8.8.8.8 127.255.255.255 127.0.0.0 not-an-ip; do
+  out="$(VERBSIM_ADDR_BASE="${bad}" run_bounded 30 /usr/bin/ibv_devices 2>&1)"
+  rc=$?
+  ! killed_by_signal "${rc}" || fail "VERBSIM_ADDR_BASE=${bad}: killed by a signal (${rc})"
+  grep -q "${bad}" <<<"${out}" || fail "no message naming VERBSIM_ADDR_BASE ${bad}: ${out}"
+  ! grep -q 'sim[0-9]' <<<"${out}" || fail "devices listed with VERBSIM_ADDR_BASE=${bad}"
+done
+out="$(VERBSIM_ADDR_BASE=10.0.0.1 run_bounded 30 /usr/bin/ibv_devices 2>&1)"
+grep -q 'outside the loopback range: every sim node address must lie in 127.0.0.1..127.255.255.254' <<<"${out}" ||
+  fail "the refusal does not state the rule: ${out}"
+out="$(VERBSIM_ADDR_BASE=127.255.255.254 run_bounded 30 /usr/bin/ibv_devices 2>&1)"
+grep -q '127.255.255.254 with 2 node' <<<"${out}" || fail "a base whose second node is the broadcast: ${out}"
+out="$(VERBSIM_ADDR_BASE=127.255.255.254 VERBSIM_NODES=1 run_bounded 30 /usr/bin/ibv_devices 2>&1)" || fail "exit $?"
+[[ "$(grep -c 'sim[0-9]' <<<"${out}")" == 1 ]] || fail "one node at 127.255.255.254 is in range: ${out}"
 
 out="$(VERBSIM_FAULTS='explode now' run_bounded 30 /usr/bin/ibv_devices 2>&1)"
 grep -q 'VERBSIM_FAULTS' <<<"${out}" || fail "bad VERBSIM_FAULTS not named: ${out}"

@@ -14,7 +14,11 @@ grep -Eq 'link_layer:\s+Ethernet' <<<"${out}" || fail "link layer not Ethernet"
 
 v="$(run_bounded 30 /usr/bin/ibv_devinfo -v -d sim1 2>&1)" || fail "ibv_devinfo -v exited $?: ${v}"
 echo "${v}"
-grep -Eq 'GID\[  0\]:\s+::ffff:10\.0\.0\.2, RoCE v2' <<<"${v}" || fail "sim1's GID is not ::ffff:10.0.0.2 (RoCE v2)"
+grep -Eq 'GID\[  0\]:\s+::ffff:127\.0\.1\.2, RoCE v2' <<<"${v}" || fail "sim1's GID is not ::ffff:127.0.1.2 (RoCE v2)"
+# Another loopback base moves every node's GID.
+v="$(VERBSIM_ADDR_BASE=127.2.0.1 run_bounded 30 /usr/bin/ibv_devinfo -v -d sim1 2>&1)" || fail "exit $?: ${v}"
+grep -Eq 'GID\[  0\]:\s+::ffff:127\.2\.0\.2, RoCE v2' <<<"${v}" || fail "VERBSIM_ADDR_BASE=127.2.0.1: sim1's GID is not ::ffff:127.2.0.2"
+v="$(run_bounded 30 /usr/bin/ibv_devinfo -v -d sim1 2>&1)" || fail "exit $?"
 for field in max_qp max_qp_wr max_sge max_cqe max_mr max_srq_wr max_pkeys; do
   grep -Eq "^\s+${field}:\s+[1-9][0-9]*$" <<<"${v}" || fail "-v: ${field} missing or 0"
 done

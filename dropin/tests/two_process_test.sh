@@ -2,7 +2,10 @@
 # Unmodified Debian programs in two processes on one sim fabric: each process
 # loads the drop-in libibverbs.so.1 and owns one node (VERBSIM_UDP: RoCEv2
 # over UDP on loopback, docs/udp-transport.md); the programs exchange their
-# QPN/PSN/GID over their own TCP socket as they would on hardware.
+# QPN/PSN/GID over their own TCP socket as they would on hardware. The client
+# is given the server's sim address (sim0's, 127.0.1.1) for that socket, as
+# it would be given the server host's address: sim addresses are loopback
+# (docs/drop-in.md, "Addresses"), so the server bound to 0.0.0.0 accepts it.
 #
 #   ibv_rc_pingpong (with and without -e), ibv_uc_pingpong, ibv_ud_pingpong,
 #   ibv_srq_pingpong (with and without -e), ib_write_bw, ib_read_bw,
@@ -28,6 +31,12 @@ trap cleanup EXIT
 # apart for every pair and every run of the test.
 next_port=$(( 20000 + (RANDOM % 2000) * 10 ))
 
+# sim0's address, where the server runs.
+server_address=127.0.1.1
+v="$(VERBSIM_NODES=2 run_bounded 30 /usr/bin/ibv_devinfo -v -d sim0 2>&1)"
+grep -Eq "GID\[  0\]:\s+::ffff:${server_address//./\\.}, RoCE v2" <<<"${v}" ||
+  fail "sim0's GID is not ::ffff:${server_address}: ${v}"
+
 # pair NAME SERVER_CHECK CLIENT_CHECK PROGRAM ARGS...: runs PROGRAM as the
 # server on sim0 (process A) and as the client on sim1 (process B); each
 # output must match its extended regular expression.
@@ -43,7 +52,7 @@ pair() {
   pids+=("${server}")
   sleep 0.5
   VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=1" \
-    run_bounded 60 "${prog}" -d sim1 "$@" -p "${tcp}" 127.0.0.1 >"${out_c}" 2>&1
+    run_bounded 60 "${prog}" -d sim1 "$@" -p "${tcp}" "${server_address}" >"${out_c}" 2>&1
   local rc_c=$?
   wait "${server}"
   local rc_s=$?

@@ -1,13 +1,20 @@
-// The one name the drop-in exports beyond rdma-core's: how the drop-in
-// librdmacm (dropin/rdmacm) tells the sim that a QP is connected through the
-// connection manager. An iWARP profile (siw) lets only such QPs enter RTS, as
-// real siw does (docs/known_differences.md); the other profiles ignore it.
-// It has its own version node, VERBSIM_DROPIN_1.0, and the drop-in
-// librdmacm finds it with dlsym, so it works on the real libibverbs without.
+// The names the drop-in exports beyond rdma-core's, for the drop-in
+// librdmacm (dropin/rdmacm):
+// - verbsim_dropin_qp_cm_connected tells the sim that a QP is connected
+//   through the connection manager. An iWARP profile (siw) lets only such
+//   QPs enter RTS, as real siw does (tools/guest/known_differences.md); the
+//   other profiles ignore it.
+// - verbsim_dropin_fabric_addresses gives the fabric's node addresses (node
+//   i is base + i, sim/addresses.h), so that the CM knows which addresses
+//   name a node of another process.
+// They have their own version node, VERBSIM_DROPIN_1.0, and the drop-in
+// librdmacm finds them with dlsym, so it works on the real libibverbs
+// without.
 #include <mutex>
 
 #include "dropin/verbs/state.h"
 #include "sim/handles.h"
+#include "sim/sim_provider.h"
 
 using namespace verbsim::dropin;
 
@@ -23,4 +30,14 @@ extern "C" int verbsim_dropin_qp_cm_connected(ibv_context* context,
     }
   }
   return ENOENT;
+}
+
+extern "C" int verbsim_dropin_fabric_addresses(uint32_t* base, int* nodes) {
+  if (base == nullptr || nodes == nullptr) return EINVAL;
+  verbsim::sim::SimProvider* sim =
+      verbsim::sim::AsSimProvider(verbsim::dropin::GetProvider());
+  if (sim == nullptr) return ENODEV;
+  *base = sim->fabric().options().address_base;
+  *nodes = sim->fabric().num_nodes();
+  return 0;
 }

@@ -33,6 +33,8 @@
 namespace verbsim::sim {
 namespace {
 
+constexpr uint32_t kBase = kDefaultAddressBase;  // the fabrics' default
+
 constexpr absl::Duration kComp = absl::Seconds(10);
 
 // What one side tells the other.
@@ -646,7 +648,7 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
   p.src_node = 1;
   p.dst_node = 0;
   p.opcode = RcOp::kAcknowledge;
-  std::vector<uint8_t> bad = EncodeRoceV2Ip(p, 1);
+  std::vector<uint8_t> bad = EncodeRoceV2Ip(p, 1, kBase);
   bad[bad.size() - 6] ^= 0x40;  // inside the AETH: only the ICRC sees it
   sendto(fd, bad.data(), bad.size(), 0, reinterpret_cast<sockaddr*>(&a),
          sizeof(a));
@@ -714,8 +716,7 @@ TEST(UdpTransport, AckTimeoutRunsInRealTime) {
   attr.retry_cnt = 3;
   Info peer;  // node 1's GID, a QP that does not exist
   peer.qpn = 99;
-  peer.gid = c.info.gid;
-  peer.gid[15] = 2;  // 10.0.0.2: node 1
+  peer.gid = Ipv4MappedGid(NodeIpv4(kBase, 1));  // node 1
   ASSERT_TRUE(ModifyQpToRtr(c.ep->qp(), attr, peer.qpn, peer.gid, 0).ok());
   ASSERT_TRUE(ModifyQpToRts(c.ep->qp(), attr, 0).ok());
   const absl::Time t0 = absl::Now();

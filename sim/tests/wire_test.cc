@@ -11,6 +11,8 @@
 namespace verbsim::sim {
 namespace {
 
+constexpr uint32_t kBase = kDefaultAddressBase;  // 127.0.1.1
+
 Packet Sample(QpType transport, RcOp op, size_t payload) {
   Packet p;
   p.src_node = 0;
@@ -90,14 +92,14 @@ TEST(WireTest, EveryOpcodeRoundTripsWithEveryPad) {
                                       << static_cast<int>(c.transport)
                                       << " payload " << payload);
       const Packet p = Sample(c.transport, c.op, payload);
-      const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 9);
+      const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 9, kBase);
       EXPECT_EQ(ip.size() % 4, 0u);
-      absl::StatusOr<Packet> back = DecodeRoceV2Ip(ip.data(), ip.size());
+      absl::StatusOr<Packet> back = DecodeRoceV2Ip(ip.data(), ip.size(), kBase);
       ASSERT_TRUE(back.ok()) << back.status();
       ExpectSame(*back, OnWire(p));
       // The Ethernet frame decodes to the same packet.
-      const std::vector<uint8_t> frame = EncodeRoceV2(p, 9);
-      absl::StatusOr<Packet> back2 = DecodeRoceV2(frame.data(), frame.size());
+      const std::vector<uint8_t> frame = EncodeRoceV2(p, 9, kBase);
+      absl::StatusOr<Packet> back2 = DecodeRoceV2(frame.data(), frame.size(), kBase);
       ASSERT_TRUE(back2.ok()) << back2.status();
       ExpectSame(*back2, OnWire(p));
       ++checked;
@@ -121,27 +123,73 @@ TEST(WireTest, LargeNodeIndicesMapToTheirAddresses) {
   Packet p = Sample(QpType::kRc, RcOp::kAcknowledge, 0);
   p.src_node = 4095;
   p.dst_node = 300;
-  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1);
-  absl::StatusOr<Packet> back = DecodeRoceV2Ip(ip.data(), ip.size());
+  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1, kBase);
+  absl::StatusOr<Packet> back = DecodeRoceV2Ip(ip.data(), ip.size(), kBase);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->src_node, 4095);
   EXPECT_EQ(back->dst_node, 300);
-  EXPECT_EQ(NodeIpv4(0), 0x0a000001u);
+  // IPv4 source and destination: 127.0.1.1 + 4095 and 127.0.1.1 + 300.
+  EXPECT_EQ(Ipv4ToString(uint32_t{ip[12]} << 24 | ip[13] << 16 | ip[14] << 8 |
+                         ip[15]),
+            "127.0.17.0");
+  EXPECT_EQ(Ipv4ToString(uint32_t{ip[16]} << 24 | ip[17] << 16 | ip[18] << 8 |
+                         ip[19]),
+            "127.0.2.45");
+}
+
+TEST(WireTest, AddressesFollowTheFabricsBase) {
+  Packet p = Sample(QpType::kRc, RcOp::kAcknowledge, 0);
+  p.src_node = 0;
+  p.dst_node = 1;
+  const uint32_t other = 0x7f050001;  // 127.5.0.1
+  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1, other);
+  EXPECT_EQ(ip[12], 127);
+  EXPECT_EQ(ip[13], 5);
+  EXPECT_EQ(ip[15], 1);
+  absl::StatusOr<Packet> same = DecodeRoceV2Ip(ip.data(), ip.size(), other);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->src_node, 0);
+  EXPECT_EQ(same->dst_node, 1);
+  // Decoded with the default base, 127.5.0.1 is some higher node; below the
+  // base it is no node of the fabric at all.
+  absl::StatusOr<Packet> below =
+      DecodeRoceV2Ip(ip.data(), ip.size(), 0x7f060001);
+  ASSERT_FALSE(below.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(below.status()));
+  EXPECT_NE(below.status().message().find("127.5.0.1 -> 127.5.0.2"),
+            std::string::npos)
+      << below.status();
+}
+
+TEST(WireTest, AnAddressOutsideLoopbackIsNoNode) {
+  Packet p = Sample(QpType::kRc, RcOp::kAcknowledge, 0);
+  std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1, kBase);
+  ip[12] = 10;  // source 10.0.1.1: not loopback, so never a sim node
+  ip[10] = ip[11] = 0;
+  uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += ip[i] << 8 | ip[i + 1];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip[10] = static_cast<uint8_t>(~sum >> 8);
+  ip[11] = static_cast<uint8_t>(~sum);
+  absl::StatusOr<Packet> d = DecodeRoceV2Ip(ip.data(), ip.size(), kBase);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("not a sim node"), std::string::npos)
+      << d.status();
 }
 
 TEST(WireTest, EveryTruncationIsRefused) {
   const Packet p = Sample(QpType::kRc, RcOp::kCompareSwap, 0);
-  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1);
+  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1, kBase);
   for (size_t n = 0; n < ip.size(); ++n) {
     std::vector<uint8_t> cut(ip.begin(), ip.begin() + n);
-    absl::StatusOr<Packet> d = DecodeRoceV2Ip(cut.data(), cut.size());
+    absl::StatusOr<Packet> d = DecodeRoceV2Ip(cut.data(), cut.size(), kBase);
     EXPECT_FALSE(d.ok()) << n << " bytes";
   }
 }
 
 TEST(WireTest, AFlippedBitIsABadIcrcOrMalformed) {
   const Packet p = Sample(QpType::kRc, RcOp::kWriteOnly, 64);
-  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1);
+  const std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1, kBase);
   int icrc = 0;
   for (size_t i = 0; i < ip.size(); ++i) {
     // TOS (1), TTL (8) and the UDP checksum (26, 27) are outside the ICRC
@@ -149,7 +197,7 @@ TEST(WireTest, AFlippedBitIsABadIcrcOrMalformed) {
     if (i == 1 || i == 8 || i == 26 || i == 27 || i == 32) continue;
     std::vector<uint8_t> bad = ip;
     bad[i] ^= 0x01;
-    absl::StatusOr<Packet> d = DecodeRoceV2Ip(bad.data(), bad.size());
+    absl::StatusOr<Packet> d = DecodeRoceV2Ip(bad.data(), bad.size(), kBase);
     ASSERT_FALSE(d.ok()) << "byte " << i;
     if (absl::IsDataLoss(d.status())) ++icrc;
   }
@@ -159,32 +207,32 @@ TEST(WireTest, AFlippedBitIsABadIcrcOrMalformed) {
 
 TEST(WireTest, MalformedHeadersNameTheProblem) {
   std::vector<uint8_t> ip =
-      EncodeRoceV2Ip(Sample(QpType::kUd, RcOp::kSendOnly, 4), 1);
+      EncodeRoceV2Ip(Sample(QpType::kUd, RcOp::kSendOnly, 4), 1, kBase);
   std::vector<uint8_t> bad = ip;
   bad[0] = 0x46;
-  EXPECT_NE(DecodeRoceV2Ip(bad.data(), bad.size()).status().message().find(
+  EXPECT_NE(DecodeRoceV2Ip(bad.data(), bad.size(), kBase).status().message().find(
                 "version/IHL"),
             std::string::npos);
   bad = ip;
   bad[22] = 0x12;  // UDP destination port
   bad[10] = bad[11] = 0;
-  EXPECT_FALSE(DecodeRoceV2Ip(bad.data(), bad.size()).ok());
+  EXPECT_FALSE(DecodeRoceV2Ip(bad.data(), bad.size(), kBase).ok());
   const uint8_t junk[3] = {1, 2, 3};
-  EXPECT_TRUE(absl::IsInvalidArgument(DecodeRoceV2Ip(junk, 3).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(DecodeRoceV2(junk, 3).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(DecodeRoceV2Ip(junk, 3, kBase).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(DecodeRoceV2(junk, 3, kBase).status()));
 }
 
 TEST(WireTest, AnOpcodeOutsideItsTransportIsRefused) {
   // A UD packet whose opcode is a write: re-encode with a valid ICRC so the
   // opcode check is what refuses it.
   Packet p = Sample(QpType::kUd, RcOp::kSendOnly, 0);
-  std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1);
+  std::vector<uint8_t> ip = EncodeRoceV2Ip(p, 1, kBase);
   ip[28] = 0x6a;  // UD RDMA_WRITE_ONLY does not exist
   const uint32_t icrc = RoceV2IcrcIp(ip.data(), ip.size());
   for (int i = 0; i < 4; ++i) {
     ip[ip.size() - 4 + i] = static_cast<uint8_t>(icrc >> (8 * i));
   }
-  absl::StatusOr<Packet> d = DecodeRoceV2Ip(ip.data(), ip.size());
+  absl::StatusOr<Packet> d = DecodeRoceV2Ip(ip.data(), ip.size(), kBase);
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("not an opcode"), std::string::npos)
       << d.status();

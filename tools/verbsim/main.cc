@@ -250,7 +250,9 @@ bool WriteOutputs(const Options& o, const std::vector<Step>& steps) {
         packets.push_back({cp.time_ns + s.offset_ns, cp.packet});
       }
     }
-    if (absl::Status st = WritePcap(o.pcap, packets); !st.ok()) {
+    const uint32_t base = steps.empty() ? sim::kDefaultAddressBase
+                                        : steps.front().result.address_base;
+    if (absl::Status st = WritePcap(o.pcap, packets, base); !st.ok()) {
       std::fprintf(stderr, "verbsim: %s\n", std::string(st.message()).c_str());
       ok = false;
     }
@@ -370,8 +372,8 @@ int Tour(const Options& o) {
   }
   if (!o.quiet && o.step == 0) {
     std::printf("%s", Wrap(
-        "The verbsim tour. Two simulated RoCE HCAs, sim0 (10.0.0.1) and "
-        "sim1 (10.0.0.2), one microsecond of wire apart. Each step is a "
+        "The verbsim tour. Two simulated RoCE HCAs, sim0 (127.0.1.1) and "
+        "sim1 (127.0.1.2), one microsecond of wire apart. Each step is a "
         "scenario file from docs/scenarios/: change one and run it with "
         "`verbsim run FILE` to see the difference. Times are virtual "
         "microseconds; '->' is a packet leaving a node, '<-' one arriving, "

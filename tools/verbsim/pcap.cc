@@ -16,7 +16,8 @@ void LePut32(uint8_t* p, uint32_t v) {
 }  // namespace
 
 absl::Status WritePcap(const std::string& path,
-                       const std::vector<PcapPacket>& packets) {
+                       const std::vector<PcapPacket>& packets,
+                       uint32_t address_base) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) {
     return absl::InvalidArgumentError(
@@ -40,7 +41,7 @@ absl::Status WritePcap(const std::string& path,
   le32(1);  // LINKTYPE_ETHERNET
   uint16_t id = 1;
   for (const PcapPacket& cp : packets) {
-    std::vector<uint8_t> frame = EncodeRoceV2(cp.packet, id++);
+    std::vector<uint8_t> frame = EncodeRoceV2(cp.packet, id++, address_base);
     const int64_t t = cp.time_ns < 0 ? 0 : cp.time_ns;
     le32(static_cast<uint32_t>(t / 1000000000));
     le32(static_cast<uint32_t>(t % 1000000000));

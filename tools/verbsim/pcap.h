@@ -19,17 +19,17 @@ namespace verbsim::cli {
 
 // The encoding lives in sim/wire.h (shared with the UDP link transport).
 using sim::EncodeRoceV2;
-using sim::NodeIpv4;
 using sim::RoceV2Icrc;
 
 // Writes the packets as a pcap file (link type Ethernet, nanosecond
-// resolution).
+// resolution); node i's IPv4 address is address_base + i.
 struct PcapPacket {
   int64_t time_ns = 0;
   sim::Packet packet;
 };
 absl::Status WritePcap(const std::string& path,
-                       const std::vector<PcapPacket>& packets);
+                       const std::vector<PcapPacket>& packets,
+                       uint32_t address_base);
 
 }  // namespace verbsim::cli
 

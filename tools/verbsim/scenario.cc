@@ -1150,6 +1150,7 @@ class Runner {
     sim_ = sim::AsSimProvider(provider_.get());
     result_.has_fabric = sim_ != nullptr;
     if (sim_ != nullptr) {
+      result_.address_base = fabric().options().address_base;
       fabric().KeepTrace(true);
       if (opt_.capture) fabric().KeepPackets(true);
       if (!opt_.faults.empty()) {
@@ -1816,10 +1817,10 @@ class Runner {
     auto ipv4 = [](const uint8_t* a) {
       return absl::StrFormat("%d.%d.%d.%d", a[0], a[1], a[2], a[3]);
     };
-    auto node_ip = [](const std::string& dev) {
+    auto node_ip = [this](const std::string& dev) {
       int node = 0;
       ParseDevice(dev, &node);
-      return absl::StrFormat("10.0.0.%d", node + 1);
+      return sim::Ipv4ToString(sim::NodeIpv4(result_.address_base, node));
     };
     uint32_t sum = 0;
     for (int i = 0; i < 20; i += 2) sum += ip[i] << 8 | ip[i + 1];

@@ -104,6 +104,8 @@ struct RunResult {
   int expectations = 0;
   int failures = 0;  // failed expectations
   bool has_fabric = false;
+  // The fabric's node addresses: node i is address_base + i.
+  uint32_t address_base = sim::kDefaultAddressBase;
 };
 
 // An AETH syndrome as text: "ACK", "RNR NAK timer 14", "NAK PSN sequence
