@@ -258,9 +258,13 @@ class SimCq : public Cq {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
     // Without a channel the CQ is armed all the same; no event is delivered
-    // (as ibv_req_notify_cq on devices).
+    // (as ibv_req_notify_cq on devices). A pending next-completion request
+    // is not narrowed by a solicited-only one (IBA C11-31, C11-32), unless
+    // the profile takes the last request as it is (siw).
+    const bool keep_next = fabric_->profile().cq_notify_keeps_next &&
+                           st_->armed && !st_->armed_solicited_only;
+    st_->armed_solicited_only = solicited_only && !keep_next;
     st_->armed = true;
-    st_->armed_solicited_only = solicited_only;
     return absl::OkStatus();
   }
   const std::shared_ptr<CqState>& state() const { return st_; }

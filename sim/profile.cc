@@ -156,6 +156,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.on_demand_errno = EINVAL;
     p.zero_length_mr = false;
     p.supports_rereg = false;
+    p.cq_notify_keeps_next = false;  // siw_verbs.c siw_req_notify_cq
     // siw_qp_tx.c siw_qp_sq_process: a failed SQE completes LOC_QP_OP_ERR;
     // a READ's sink is checked by the receive path (siw_qp_rx.c
     // siw_check_sge: LOC_PROT_ERR).

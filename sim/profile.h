@@ -178,6 +178,10 @@ struct SimProfile {
   bool delivers_multicast = true;
   // a CQ overrun moves the QPs completing there to ERR (rxe leaves them);
   bool cq_overflow_errors_qps = true;
+  // ibv_req_notify_cq never narrows a pending next-completion request to
+  // solicited-only (IBA C11-31, C11-32; rxe_req_notify_cq); siw takes the
+  // last request as it is (siw_verbs.c siw_req_notify_cq).
+  bool cq_notify_keeps_next = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).
   bool flushes_recv_posted_in_err = true;
   // a send posted to a QP in ERR is flushed at once (siw: accepted and

@@ -209,6 +209,10 @@ struct Expectations {
   // A CQ armed for solicited completions fires for a solicited message
   // (siw_qp.c siw_rqe_complete passes no solicited flag: never).
   bool solicited_only_events = true;
+  // A solicited-only request after a next-completion one leaves the CQ armed
+  // for the next completion (IBA C11-31, C11-32; siw_req_notify_cq takes the
+  // last request: the CQ then waits for a solicited one).
+  bool next_arming_survives_solicited = true;
   // Port attributes: the P_Key table's least length (iWARP: 0).
   int min_pkey_tbl_len = 1;
 };

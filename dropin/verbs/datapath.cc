@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <vector>
 
 #include "dropin/verbs/state.h"
@@ -31,47 +32,84 @@ int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
 
 namespace {
 
-// The sim's work requests for a list of ibverbs ones; `sges` keeps the SGE
-// arrays alive while the sim copies them at post time.
+// A program's work-request list as the sim takes it. The list is walked at
+// most `max_wrs` entries, the most the queue could take plus one, and an
+// SGE array is read only when its count is within `max_sge`: a list longer
+// than the queue's free slots (a cyclic or corrupted one included) reaches a
+// WR the queue refuses with ENOMEM, and an SGE count above the queue's
+// maximum is refused with EINVAL, before anything past them is read. rxe's post loops stop the same
+// way (rdma-core providers/rxe/rxe.c: ENOMEM on a full queue, EINVAL on
+// num_sge > max_sge, bad_wr naming the WR).
 template <typename In>
-std::vector<std::vector<Sge>> CopySges(In* wr) {
-  std::vector<std::vector<Sge>> sges;
-  for (; wr != nullptr; wr = wr->next) {
-    std::vector<Sge> list;
-    for (int i = 0; i < wr->num_sge; ++i) {
-      list.push_back({wr->sg_list[i].addr, wr->sg_list[i].length,
-                      wr->sg_list[i].lkey});
+struct WrList {
+  std::vector<In*> wrs;                 // the WRs taken, in list order
+  std::vector<std::vector<Sge>> sges;   // their SGE lists
+  In* rest = nullptr;                   // the first WR not taken, if any
+};
+
+template <typename In>
+WrList<In> TakeWrs(In* wr, size_t max_wrs, uint32_t max_sge) {
+  WrList<In> list;
+  for (; wr != nullptr && list.wrs.size() < max_wrs; wr = wr->next) {
+    std::vector<Sge> sges;
+    if (wr->num_sge > 0 && static_cast<uint32_t>(wr->num_sge) > max_sge) {
+      // Too many: the queue refuses the count itself, so the program's
+      // array is not read (it may be shorter than num_sge says).
+      sges.resize(size_t{max_sge} + 1);
+    } else {
+      for (int i = 0; i < wr->num_sge; ++i) {
+        sges.push_back({wr->sg_list[i].addr, wr->sg_list[i].length,
+                        wr->sg_list[i].lkey});
+      }
     }
-    sges.push_back(std::move(list));
+    list.wrs.push_back(wr);
+    list.sges.push_back(std::move(sges));
   }
-  return sges;
+  list.rest = wr;
+  return list;
 }
 
-template <typename In>
-In* Nth(In* wr, size_t n) {
-  while (n-- > 0 && wr != nullptr) wr = wr->next;
-  return wr;
-}
+// How many WRs of a list to take for a queue of `capacity` slots.
+size_t Bound(uint32_t capacity) { return size_t{capacity} + 1; }
 
-std::vector<RecvWr> RecvWrs(ibv_recv_wr* wr,
-                            const std::vector<std::vector<Sge>>& sges) {
+std::vector<RecvWr> RecvWrs(const WrList<ibv_recv_wr>& list) {
   std::vector<RecvWr> wrs;
-  for (size_t i = 0; wr != nullptr; wr = wr->next, ++i) {
+  for (size_t i = 0; i < list.wrs.size(); ++i) {
     RecvWr r;
-    r.wr_id = wr->wr_id;
-    r.sg_list = absl::MakeConstSpan(sges[i]);
+    r.wr_id = list.wrs[i]->wr_id;
+    r.sg_list = absl::MakeConstSpan(list.sges[i]);
     wrs.push_back(r);
   }
   return wrs;
 }
 
+// The result of posting a taken list: the sim's error with bad_wr at the WR
+// it names; or, when the list went on past what was taken (only possible if
+// the queue held more than its capacity said), ENOMEM at the first WR not
+// taken.
+template <typename In>
+int Finish(const absl::Status& st, size_t bad_index, const WrList<In>& list,
+           In** bad, const char* function) {
+  if (st.ok() && list.rest == nullptr) return 0;
+  if (!st.ok()) {
+    if (bad) *bad = bad_index < list.wrs.size() ? list.wrs[bad_index] : nullptr;
+    return ErrnoFrom(st, function);
+  }
+  if (bad) *bad = list.rest;
+  errno = ENOMEM;
+  return ENOMEM;
+}
+
 }  // namespace
 
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
-  std::vector<std::vector<Sge>> sges = CopySges(wr);
+  QpWrap* q = WrapOf<QpWrap>(qp);
+  const QpCap cap = q->impl->init_attr().cap;
+  WrList<ibv_send_wr> list =
+      TakeWrs(wr, Bound(cap.max_send_wr), cap.max_send_sge);
   std::vector<SendWr> wrs;
-  size_t i = 0;
-  for (ibv_send_wr* w = wr; w != nullptr; w = w->next, ++i) {
+  for (size_t i = 0; i < list.wrs.size(); ++i) {
+    ibv_send_wr* w = list.wrs[i];
     const int opcode = RawEnum(w->opcode);
     if (opcode == IBV_WR_BIND_MW || opcode == IBV_WR_TSO ||
         opcode == IBV_WR_DRIVER1 || w->num_sge < 0) {
@@ -81,7 +119,7 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     }
     SendWr s;
     s.wr_id = w->wr_id;
-    s.sg_list = absl::MakeConstSpan(sges[i]);
+    s.sg_list = absl::MakeConstSpan(list.sges[i]);
     s.opcode = static_cast<WrOpcode>(opcode);
     s.send_flags = w->send_flags;
     if (opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_LOCAL_INV) {
@@ -106,30 +144,33 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     wrs.push_back(s);
   }
   size_t bad_index = 0;
-  absl::Status st = WrapOf<QpWrap>(qp)->impl->PostSend(wrs, &bad_index);
-  if (st.ok()) return 0;
-  if (bad) *bad = Nth(wr, bad_index);
-  return ErrnoFrom(st, "ibv_post_send");
+  absl::Status st = q->impl->PostSend(wrs, &bad_index);
+  return Finish(st, bad_index, list, bad, "ibv_post_send");
 }
 
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  std::vector<std::vector<Sge>> sges = CopySges(wr);
-  std::vector<RecvWr> wrs = RecvWrs(wr, sges);
+  QpWrap* q = WrapOf<QpWrap>(qp);
+  const QpCap cap = q->impl->init_attr().cap;
+  WrList<ibv_recv_wr> list =
+      TakeWrs(wr, Bound(cap.max_recv_wr), cap.max_recv_sge);
+  std::vector<RecvWr> wrs = RecvWrs(list);
   size_t bad_index = 0;
-  absl::Status st = WrapOf<QpWrap>(qp)->impl->PostRecv(wrs, &bad_index);
-  if (st.ok()) return 0;
-  if (bad) *bad = Nth(wr, bad_index);
-  return ErrnoFrom(st, "ibv_post_recv");
+  absl::Status st = q->impl->PostRecv(wrs, &bad_index);
+  return Finish(st, bad_index, list, bad, "ibv_post_recv");
 }
 
 int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  std::vector<std::vector<Sge>> sges = CopySges(wr);
-  std::vector<RecvWr> wrs = RecvWrs(wr, sges);
+  SrqWrap* w = WrapOf<SrqWrap>(srq);
+  absl::StatusOr<SrqAttr> attr = w->impl->Query();
+  if (!attr.ok()) {
+    if (bad) *bad = wr;
+    return ErrnoFrom(attr.status(), "ibv_post_srq_recv");
+  }
+  WrList<ibv_recv_wr> list = TakeWrs(wr, Bound(attr->max_wr), attr->max_sge);
+  std::vector<RecvWr> wrs = RecvWrs(list);
   size_t bad_index = 0;
-  absl::Status st = WrapOf<SrqWrap>(srq)->impl->PostRecv(wrs, &bad_index);
-  if (st.ok()) return 0;
-  if (bad) *bad = Nth(wr, bad_index);
-  return ErrnoFrom(st, "ibv_post_srq_recv");
+  absl::Status st = w->impl->PostRecv(wrs, &bad_index);
+  return Finish(st, bad_index, list, bad, "ibv_post_srq_recv");
 }
 
 }  // namespace verbsim::dropin

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
+#include <string>
 
 #include "dropin/verbs/state.h"
 
@@ -215,8 +217,17 @@ ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
 
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
                       ibv_comp_channel* channel, int comp_vector) {
-  (void)comp_vector;
   Ctx* ctx = CtxOf(context);
+  // The kernel takes the vector as unsigned and refuses any at or past the
+  // device's count (uverbs create_cq: comp_vector >= num_comp_vectors).
+  if (comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
+    if (const char* debug = std::getenv("VERBSIM_DEBUG"); debug && *debug) {
+      Warn("ibv_create_cq: comp_vector " + std::to_string(comp_vector) +
+           " is not in 0.." + std::to_string(context->num_comp_vectors - 1));
+    }
+    errno = EINVAL;
+    return nullptr;
+  }
   ChannelWrap* ch = channel ? WrapOf<ChannelWrap>(channel) : nullptr;
   absl::StatusOr<std::unique_ptr<Cq>> cq =
       ctx->impl->CreateCq(cqe, ch ? ch->impl.get() : nullptr);

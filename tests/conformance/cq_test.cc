@@ -237,6 +237,29 @@ TEST_P(CqTest, SolicitedOnlyArmingIgnoresUnsolicitedMessages) {
   EXPECT_THAT(wcs[1], WcOk(2u, WcOpcode::kRecv));
 }
 
+TEST_P(CqTest, SolicitedOnlyRequestDoesNotNarrowANextCompletionOne) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  Cq* rcq = p->server().recv_cq();
+  ASSERT_OK(p->server().PostRecv(1, p->sbuf.data(), 64, p->smr.get()));
+  ASSERT_OK(rcq->ReqNotify(/*solicited_only=*/false));
+  ASSERT_OK(rcq->ReqNotify(/*solicited_only=*/true));
+  // An unsolicited send completes a receive.
+  ASSERT_OK(p->client().PostSend(10, p->cbuf.data(), 8, p->cmr.get(),
+                                 kSendSignaled));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(p->client().send_cq()));
+  EXPECT_THAT(swc, WcOk(10u, WcOpcode::kSend));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion rwc, Await(rcq));
+  EXPECT_THAT(rwc, WcOk(1u, WcOpcode::kRecv));
+  if (expect().next_arming_survives_solicited) {
+    ASSERT_OK_AND_ASSIGN(Cq* event_cq, rcq->channel()->GetEvent(kTimeout));
+    EXPECT_EQ(event_cq, rcq);
+    rcq->channel()->AckEvents(event_cq, 1);
+  } else {
+    EXPECT_THAT(rcq->channel()->GetEvent(absl::Milliseconds(50)),
+                HasErrno(ETIMEDOUT));
+  }
+}
+
 TEST_P(CqTest, ChannelGetEventTimesOutWithNothingArmed) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompChannel> channel,

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# arg_checks_probe, built against the system's libibverbs, run on the
+# drop-in on each profile (the checks are the kernel's and rxe's).
+set -uo pipefail
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
+probe="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/arg_checks_probe"
+for profile in ibta rxe; do
+  out="$(VERBSIM_PROFILE="${profile}" run_bounded 60 "${probe}" 2>&1)"
+  rc=$?
+  echo "== ${profile}"
+  echo "${out}"
+  [[ ${rc} == 0 ]] || fail "arg_checks_probe on ${profile} exited ${rc}"
+  grep -q '^arg_checks_probe: 0 failed$' <<<"${out}" || fail "no summary line on ${profile}"
+done
+echo "PASS"
