@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dropin/tests/probe_qp.h"
+
 static int failures;
 
 static void check(int cond, const char *what) {
@@ -65,36 +67,9 @@ static void open_side(struct ibv_context *ctx, struct side *s) {
 }
 
 static void connect_side(struct side *s, struct side *peer) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-                          .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    die("to INIT");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = peer->qp->qp_num;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = peer->gid;
-  a.ah_attr.grh.hop_limit = 64;
-  a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                   IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER))
-    die("to RTR");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    die("to RTS");
+  const char *failed = probe_connect_rc(s->qp, peer->qp->qp_num, &peer->gid,
+                                        IBV_ACCESS_REMOTE_WRITE);
+  if (failed) die(failed);
 }
 
 /* Polls `cq` until `n` completions came, at most ~5 s; how many came. */
