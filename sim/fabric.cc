@@ -545,6 +545,16 @@ bool Fabric::DetachMcast(const Gid& gid, int node, uint32_t qpn) {
   return false;
 }
 
+int Fabric::McastGroupsOf(int node, uint32_t qpn) const {
+  int groups = 0;
+  for (const auto& [gid, members] : mcast_) {
+    for (const auto& m : members) {
+      if (m.first == node && m.second == qpn) ++groups;
+    }
+  }
+  return groups;
+}
+
 void Fabric::DetachAll(int node, uint32_t qpn) {
   for (auto it = mcast_.begin(); it != mcast_.end();) {
     auto& members = it->second;

@@ -246,10 +246,12 @@ class Fabric {
   void RecordLocalFault(int node, uint32_t qpn, absl::string_view note);
   // UD multicast groups (ibv_attach_mcast(3)): the (node, QPN) members of
   // `gid`, in attach order. Attach is idempotent; Detach returns whether the
-  // QP was attached; DetachAll forgets a destroyed QP.
+  // QP was attached; McastGroupsOf counts the groups a QP is in; DetachAll
+  // forgets a destroyed QP.
   std::vector<std::pair<int, uint32_t>> McastMembers(const Gid& gid) const;
   void AttachMcast(const Gid& gid, int node, uint32_t qpn);
   bool DetachMcast(const Gid& gid, int node, uint32_t qpn);
+  int McastGroupsOf(int node, uint32_t qpn) const;
   void DetachAll(int node, uint32_t qpn);
   // Records a packet event (transmit, deliver, drop) at `node`.
   void TracePacket(TraceKind kind, const Packet& p, absl::string_view note = {});

@@ -401,12 +401,14 @@ class SimSrq : public Srq {
     for (size_t i = 0; i < wrs.size(); ++i) {
       if (bad_index != nullptr) *bad_index = i;
       const RecvWr& wr = wrs[i];
+      // A full queue first, then the SGE count (rxe_post_one_recv,
+      // siw_post_srq_recv).
+      if (st_->wqes.size() >= st_->max_wr) {
+        return Errno(ENOMEM, "srq %u is full (%u WRs)", st_->id, st_->max_wr);
+      }
       if (wr.sg_list.size() > st_->max_sge) {
         return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the SRQ's max_sge %u",
                      wr.wr_id, wr.sg_list.size(), st_->max_sge);
-      }
-      if (st_->wqes.size() >= st_->max_wr) {
-        return Errno(ENOMEM, "srq %u is full (%u WRs)", st_->id, st_->max_wr);
       }
       RecvWqe r;
       r.wr_id = wr.wr_id;
@@ -486,6 +488,12 @@ class SimQp : public Qp {
   absl::Status Destroy() override {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "qp %u is destroyed", st_->qpn);
+    // The kernel's uverbs destroy_qp refuses a QP still in a group.
+    if (int groups = fabric_->McastGroupsOf(st_->node->index, st_->qpn);
+        groups > 0) {
+      return Errno(EBUSY, "qp %u is attached to %d multicast group(s): "
+                   "detach it first", st_->qpn, groups);
+    }
     Release();
     return absl::OkStatus();
   }
@@ -944,10 +952,9 @@ class SimPd : public Pd {
     if (!attr.is_global) {
       return Errno(EINVAL, "RoCE address handles need a GRH (is_global)");
     }
-    if (attr.sgid_index != 0) {
-      return Errno(fabric_->profile().unused_sgid_errno,
-                   "sgid_index %d: the GID table has one entry, index 0",
-                   attr.sgid_index);
+    if (absl::Status s = CheckSgidIndex(fabric_->profile(), attr.sgid_index);
+        !s.ok()) {
+      return s;
     }
     const bool multicast = IsMulticastGid(attr.dgid);
     const int dest_node = multicast ? -1 : fabric_->NodeByGid(attr.dgid);
@@ -1028,10 +1035,14 @@ class SimContext : public Context {
     if (port_num != 1) {
       return Errno(EINVAL, "port %d: %s has port 1 only", port_num, attr_.name);
     }
-    if (index != 0) {
-      return Errno(EINVAL, "gid index %d beyond the GID table of 1", index);
+    const int len = fabric_->profile().port.gid_tbl_len;
+    if (index < 0 || index >= len) {
+      return Errno(EINVAL, "gid index %d beyond the GID table of %d", index,
+                   len);
     }
-    return st_->node->gid;
+    // Entry 0 holds the node's GID; the others are empty, and an empty
+    // entry reads as zeros (ibv_query_gid(3)).
+    return index == 0 ? st_->node->gid : Gid{};
   }
   absl::StatusOr<std::unique_ptr<Pd>> AllocPd() override {
     Lock lock(*fabric_);

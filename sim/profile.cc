@@ -79,6 +79,19 @@ void SiwLimits(SimProfile& p) {
 
 }  // namespace
 
+absl::Status CheckSgidIndex(const SimProfile& profile, int sgid_index) {
+  if (sgid_index < 0 || sgid_index >= profile.port.gid_tbl_len) {
+    return Errno(EINVAL, "sgid_index %d beyond the GID table of %d",
+                 sgid_index, profile.port.gid_tbl_len);
+  }
+  if (sgid_index != 0) {
+    return Errno(profile.unused_sgid_errno,
+                 "sgid_index %d: an empty GID entry (the GID is at index 0)",
+                 sgid_index);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
   SimProfile p;
   p.device = RxeLikeDevice();
@@ -123,6 +136,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
     p.unused_sgid_errno = ENODATA;
+    // rxe_param.h RXE_PORT_GID_TBL_LEN: 1024 entries, all empty but the
+    // node's GID here.
+    p.port.gid_tbl_len = 1024;
     p.gather_key_lookup_status = WcStatus::kLocQpOpErr;
     p.naks_failed_send_invalidate = false;
     // rdma-core 44 providers/rxe/rxe.c validate_send_wr / convert_send_wr.

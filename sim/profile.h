@@ -237,6 +237,11 @@ struct SimProfile {
   IwarpRules iwarp;
 };
 
+// An sgid_index of an address vector (ibv_create_ah, the AV of
+// ibv_modify_qp): EINVAL past the port's GID table, the profile's
+// unused_sgid_errno for an empty entry (every entry but 0).
+absl::Status CheckSgidIndex(const SimProfile& profile, int sgid_index);
+
 // The built-in profiles by name; "" means "ibta".
 absl::StatusOr<SimProfile> ProfileByName(absl::string_view name);
 std::vector<std::string> ProfileNames();

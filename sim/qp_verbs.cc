@@ -178,6 +178,18 @@ absl::Status CheckValues(const QpCore& qp, const QpAttr& a, uint32_t mask) {
     return Errno(EINVAL, "ah_attr.port_num %d: the device has port 1 only",
                  a.ah_attr.port_num);
   }
+  if (mask & kQpAv) {
+    // RoCE addresses by GID: an AV without a GRH names no destination
+    // (the kernel's rdma_check_ah_attr).
+    if (!a.ah_attr.is_global) {
+      return Errno(EINVAL, "ah_attr without a GRH (is_global 0): RoCE "
+                   "addresses need one");
+    }
+    if (absl::Status s = CheckSgidIndex(profile, a.ah_attr.sgid_index);
+        !s.ok()) {
+      return s;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -208,9 +220,12 @@ void Apply(QpCore& qp, const QpAttr& a, uint32_t mask) {
 
 absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   if (qp.dead) return Errno(EINVAL, "qp %u is destroyed", qp.qpn);
+  // Bits past IBV_QP_DEST_QPN: EOPNOTSUPP (rdma-core ibv_cmd_modify_qp;
+  // the kernel's uverbs modify_qp for the extended command).
   constexpr uint32_t kAllKnown = (1u << 21) - 1;
   if (mask & ~kAllKnown) {
-    return Errno(EINVAL, "attr_mask 0x%x has unknown bits", mask);
+    return Errno(EOPNOTSUPP, "attr_mask 0x%x has bits past IBV_QP_DEST_QPN",
+                 mask);
   }
   const S from = qp.state;
   const S to = (mask & kQpState) ? a.qp_state : from;
@@ -412,7 +427,9 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
     return Errno(EINVAL, "wr_id %u: an address handle on a %s QP", wr.wr_id,
                  QpTypeName(qp.type));
   }
-  if (qp.type == QpType::kUd) {
+  // On UD only the sends read wr.ud: any other opcode is accepted without an
+  // address handle and completes LOC_QP_OP_ERR as it executes (above).
+  if (qp.type == QpType::kUd && OpcodeValidOn(QpType::kUd, wr.opcode)) {
     if (r.ah == nullptr) {
       return Errno(EINVAL, "wr_id %u: a UD send needs an address handle",
                    wr.wr_id);
@@ -546,6 +563,12 @@ absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
     if (bad_index != nullptr) *bad_index = i;
     const RecvWr& wr = wrs[i];
     const PostSendChecks& rules = qp.node->fabric->profile().post_send;
+    // A full queue first, then the WR itself (rxe_post_one_recv,
+    // siw_post_receive).
+    if (qp.rq.size() >= qp.cap.max_recv_wr) {
+      return Errno(ENOMEM, "qp %u: receive queue full (%u WRs)", qp.qpn,
+                   qp.cap.max_recv_wr);
+    }
     if (rules.library_sge_limit != 0) {
       if (wr.sg_list.size() > rules.library_sge_limit) {
         return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the library's %u",
@@ -558,10 +581,6 @@ absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
     if (wr.sg_list.empty() && !rules.recv_may_have_no_sge) {
       return Errno(EINVAL, "wr_id %u: profile %s's library needs an SGE in "
                    "a receive", wr.wr_id, qp.node->fabric->profile().name);
-    }
-    if (qp.rq.size() >= qp.cap.max_recv_wr) {
-      return Errno(ENOMEM, "qp %u: receive queue full (%u WRs)", qp.qpn,
-                   qp.cap.max_recv_wr);
     }
     RecvWqe r;
     r.wr_id = wr.wr_id;

@@ -8,13 +8,17 @@
  *   - a cyclic work-request list to ibv_post_send, ibv_post_recv and
  *     ibv_post_srq_recv returns (never loops): ENOMEM once the queue is
  *     full, bad_wr set to a WR of the list;
- *   - num_sge above the queue's max_sge: EINVAL with bad_wr at that WR,
- *     without reading an sg_list shorter than num_sge says;
+ *   - num_sge above the queue's max_sge: EINVAL with bad_wr at that WR
+ *     (a receive's sg_list is not read then; rxe reads a send's, so the
+ *     send check passes an array as long as num_sge says); a full queue
+ *     is checked before the count (ENOMEM);
  *   - ibv_req_notify_cq(cq, 0) then ibv_req_notify_cq(cq, 1): the pending
  *     next-completion request is not narrowed, an unsolicited completion
  *     makes the channel readable (IBA C11-31, C11-32; rxe_req_notify_cq
  *     keeps IB_CQ_NEXT_COMP); and 1 then 0 asks for the next completion.
  * After each refusal the queue still works: a normal post succeeds.
+ *
+ *   arg_checks_probe [DEVICE [GID_INDEX]]   (default: the first device, 0)
  * Prints "ok: ..." per check and "FAIL: ..." for a failed one; exit 1 then. */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -26,6 +30,7 @@
 #include "dropin/tests/probe_qp.h"
 
 static int failures;
+static int gid_index;
 
 static void check(int cond, const char *what) {
   printf("%s: %s\n", cond ? "ok" : "FAIL", what);
@@ -63,11 +68,12 @@ static void open_side(struct ibv_context *ctx, struct side *s) {
       .cap = {.max_send_wr = kDepth, .max_recv_wr = kDepth,
               .max_send_sge = 1, .max_recv_sge = 1}};
   if (!(s->qp = ibv_create_qp(s->pd, &ia))) die("ibv_create_qp");
-  if (ibv_query_gid(ctx, 1, 0, &s->gid)) die("ibv_query_gid");
+  if (ibv_query_gid(ctx, 1, gid_index, &s->gid)) die("ibv_query_gid");
 }
 
 static void connect_side(struct side *s, struct side *peer) {
   const char *failed = probe_connect_rc(s->qp, peer->qp->qp_num, &peer->gid,
+                                        gid_index,
                                         IBV_ACCESS_REMOTE_WRITE);
   if (failed) die(failed);
 }
@@ -155,21 +161,40 @@ static void cyclic_lists(struct side *a, struct side *b) {
         "ibv_post_srq_recv of a cyclic list: ENOMEM, bad_wr set");
 
   /* num_sge far above max_sge, with a one-entry sg_list: refused by the
-   * count, the array not read past its one entry. */
+   * count, the array not read past its one entry. A full queue is checked
+   * first (rxe_post_one_recv): ENOMEM on the SRQ the cyclic list filled. */
   struct ibv_sge one = {(uintptr_t)a->buf, 8, a->mr->lkey};
   struct ibv_recv_wr big = {.wr_id = 21, .sg_list = &one, .num_sge = 1 << 20};
+  rbad = NULL;
+  rc = ibv_post_srq_recv(srq, &big, &rbad);
+  check(rc == ENOMEM && rbad == &big,
+        "ibv_post_srq_recv num_sge 2^20 to a full SRQ: ENOMEM, bad_wr set");
+  ibv_destroy_srq(srq);
+  if (!(srq = ibv_create_srq(a->pd, &sa))) die("ibv_create_srq");
   rbad = NULL;
   rc = ibv_post_srq_recv(srq, &big, &rbad);
   check(rc == EINVAL && rbad == &big,
         "ibv_post_srq_recv num_sge 2^20 > max_sge: EINVAL, bad_wr set");
   ibv_destroy_srq(srq);
+  /* A send with one SGE more than max_send_sge, the array that long: rxe's
+   * library adds up the lengths of all num_sge entries before it checks
+   * the count (rxe.c post_one_send), so a shorter array than num_sge says
+   * is read past its end there; the drop-in never reads it. */
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qi;
+  if (ibv_query_qp(a->qp, &qa, IBV_QP_CAP, &qi)) die("ibv_query_qp");
+  int over = (int)qi.cap.max_send_sge + 1;
+  struct ibv_sge *many = calloc((size_t)over, sizeof(*many));
+  if (!many) die("calloc");
+  for (int i = 0; i < over; i++) many[i] = one;
   struct ibv_send_wr sbig = s1;
-  sbig.sg_list = &one;
-  sbig.num_sge = 1 << 20;
+  sbig.sg_list = many;
+  sbig.num_sge = over;
   sbad = NULL;
   rc = ibv_post_send(a->qp, &sbig, &sbad);
   check(rc == EINVAL && sbad == &sbig,
-        "ibv_post_send num_sge 2^20 > max_sge: EINVAL, bad_wr set");
+        "ibv_post_send num_sge max_send_sge + 1: EINVAL, bad_wr set");
+  free(many);
   drain(a->cq, 0);
 }
 
@@ -203,12 +228,18 @@ static void notify_widens(struct side *a, struct side *b) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
   int n = 0;
   struct ibv_device **list = ibv_get_device_list(&n);
   if (!list || n < 1) die("no devices");
-  struct ibv_context *ctx = ibv_open_device(list[0]);
+  struct ibv_context *ctx = NULL;
+  for (int i = 0; i < n && !ctx; i++) {
+    if (argc < 2 || strcmp(argv[1], ibv_get_device_name(list[i])) == 0)
+      ctx = ibv_open_device(list[i]);
+  }
   if (!ctx) die("ibv_open_device");
+  gid_index = argc > 2 ? atoi(argv[2]) : 0;
   comp_vectors(ctx);
   static struct side a, b;
   open_side(ctx, &a);

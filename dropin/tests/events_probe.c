@@ -91,7 +91,7 @@ static void open_side(struct ibv_device *dev, struct side *s, int use_srq,
 }
 
 static void connect_side(struct side *s, struct side *peer) {
-  const char *failed = probe_connect_rc(s->qp, peer->qp->qp_num, &peer->gid,
+  const char *failed = probe_connect_rc(s->qp, peer->qp->qp_num, &peer->gid, 0,
                                         IBV_ACCESS_REMOTE_WRITE);
   if (failed) die(failed);
 }

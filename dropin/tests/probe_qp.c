@@ -3,7 +3,8 @@
 #include <string.h>
 
 const char *probe_connect_rc(struct ibv_qp *qp, uint32_t dest_qpn,
-                             const union ibv_gid *dgid, int access) {
+                             const union ibv_gid *dgid, int sgid_index,
+                             int access) {
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
                           .qp_access_flags = access};
   if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -17,6 +18,7 @@ const char *probe_connect_rc(struct ibv_qp *qp, uint32_t dest_qpn,
   a.min_rnr_timer = 12;
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.dgid = *dgid;
+  a.ah_attr.grh.sgid_index = sgid_index;
   a.ah_attr.grh.hop_limit = 64;
   a.ah_attr.port_num = 1;
   if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |

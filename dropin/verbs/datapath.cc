@@ -102,7 +102,20 @@ int Finish(const absl::Status& st, size_t bad_index, const WrList<In>& list,
 
 }  // namespace
 
+// No bad_wr to report through, or no list: EINVAL, nothing posted (rdma-core
+// providers/rxe/rxe.c rxe_post_send and rxe_post_recv).
+template <typename In>
+bool RefuseList(In* wr, In** bad) {
+  if (bad != nullptr) *bad = nullptr;
+  if (bad == nullptr || wr == nullptr) {
+    errno = EINVAL;
+    return true;
+  }
+  return false;
+}
+
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  if (RefuseList(wr, bad)) return EINVAL;
   QpWrap* q = WrapOf<QpWrap>(qp);
   const QpCap cap = q->impl->init_attr().cap;
   WrList<ibv_send_wr> list =
@@ -133,7 +146,10 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
       s.atomic.compare_add = w->wr.atomic.compare_add;
       s.atomic.swap = w->wr.atomic.swap;
       s.atomic.rkey = w->wr.atomic.rkey;
-    } else if (RawEnum(qp->qp_type) == IBV_QPT_UD) {
+    } else if (RawEnum(qp->qp_type) == IBV_QPT_UD &&
+               (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM)) {
+      // wr.ud shares its storage with wr.rdma: read only for the opcodes
+      // UD carries; any other fails as it executes (LOC_QP_OP_ERR).
       s.ud.ah = w->wr.ud.ah ? WrapOf<AhWrap>(w->wr.ud.ah)->impl.get() : nullptr;
       s.ud.remote_qpn = w->wr.ud.remote_qpn;
       s.ud.remote_qkey = w->wr.ud.remote_qkey;
@@ -149,6 +165,7 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 }
 
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  if (RefuseList(wr, bad)) return EINVAL;
   QpWrap* q = WrapOf<QpWrap>(qp);
   const QpCap cap = q->impl->init_attr().cap;
   WrList<ibv_recv_wr> list =

@@ -273,6 +273,8 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num,
   if (flags != 0) return EINVAL;
   absl::StatusOr<Gid> g = CtxOf(context)->impl->QueryGid(port_num, gid_index);
   if (!g.ok()) return ErrnoFrom(g.status(), "ibv_query_gid_ex");
+  // An empty entry of the table (rdma-core's ibv_query_gid_ex: ENODATA).
+  if (gid_index != 0 && *g == Gid{}) return ENODATA;
   std::memset(entry, 0, sizeof(*entry));
   std::memcpy(entry->gid.raw, g->data(), 16);
   entry->gid_index = gid_index;

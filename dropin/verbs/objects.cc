@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/errors.h"
 #include "dropin/verbs/state.h"
 
 using namespace verbsim;
@@ -37,6 +38,13 @@ void FromCap(const QpCap& in, ibv_qp_cap* out) {
   out->max_send_sge = in.max_send_sge;
   out->max_recv_sge = in.max_recv_sge;
   out->max_inline_data = in.max_inline_data;
+}
+
+// Access that lets the device write the pages (the kernel's
+// ib_access_writable).
+bool Writable(int access) {
+  return (access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)) != 0;
 }
 
 ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
@@ -159,6 +167,14 @@ ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
     ErrnoFrom(mr.status(), "ibv_reg_mr");
     return nullptr;
   }
+  // The kernel pins the pages once the flags are checked (ib_umem_get):
+  // memory the process cannot access, or cannot write when the device may,
+  // is refused with EFAULT and nothing is registered.
+  if (int err = CheckPinnable(addr, length, Writable(access)); err != 0) {
+    (void)(*mr)->Destroy();
+    errno = err;
+    return nullptr;
+  }
   auto* w = new MrWrap{};
   w->impl = *std::move(mr);
   w->mr.context = pd->context;
@@ -197,10 +213,36 @@ int ibv_dereg_mr(ibv_mr* mr) {
 
 int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
                  int access) {
+  // rdma-core's own checks of the arguments come first: IBV_REREG_MR_ERR_INPUT
+  // with errno EINVAL; what the device refuses is IBV_REREG_MR_ERR_CMD with
+  // its errno (verbs.c ibv_rereg_mr, ibv_rereg_mr(3)).
+  if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+      ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
+      (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+    ErrnoFrom(Errno(EINVAL,
+                    "flags 0x%x with access 0x%x, addr %p, length %u: "
+                    "unknown flags, a new translation without an address "
+                    "or length, or access without CHANGE_ACCESS",
+                    flags, access, addr, length),
+              "ibv_rereg_mr");
+    return IBV_REREG_MR_ERR_INPUT;
+  }
   auto* w = WrapOf<MrWrap>(mr);
+  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+    const int new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS)
+                               ? access
+                               : static_cast<int>(w->impl->access());
+    if (int err = CheckPinnable(addr, length, Writable(new_access)); err) {
+      errno = err;
+      return IBV_REREG_MR_ERR_CMD;
+    }
+  }
   Pd* new_pd = pd ? WrapOf<PdWrap>(pd)->impl.get() : nullptr;
   absl::Status s = w->impl->Rereg(flags, new_pd, addr, length, access);
-  if (!s.ok()) return ErrnoFrom(s, "ibv_rereg_mr");
+  if (!s.ok()) {
+    ErrnoFrom(s, "ibv_rereg_mr");
+    return IBV_REREG_MR_ERR_CMD;
+  }
   if (flags & IBV_REREG_MR_CHANGE_PD) w->mr.pd = pd;
   w->mr.addr = w->impl->addr();
   w->mr.length = w->impl->length();

@@ -39,6 +39,11 @@ int Unsupported(const char* function);
 // stderr when VERBSIM_DEBUG is set.
 int ErrnoFrom(const absl::Status& status, const char* function);
 
+// 0, or EFAULT when [addr, addr + length) is not all mapped (and writable,
+// when `writable`) in this process: what pinning the pages refuses
+// (pin.cc).
+int CheckPinnable(const void* addr, size_t length, bool writable);
+
 // The fabric of this process, made from the environment on first use; null
 // (after one line on stderr naming the bad variable) when the environment is
 // invalid.

@@ -459,6 +459,16 @@ TEST_P(McastTest, DetachedQpNoLongerReceives) {
   EXPECT_THAT(Drain(b_->cq.get()), IsEmpty());
 }
 
+// The kernel's uverbs destroy_qp refuses a QP still in a group; the QP
+// stays usable and goes once detached.
+TEST_P(McastTest, DestroyWhileAttachedIsBusy) {
+  ASSERT_OK(qb_->AttachMcast(group_, 0));
+  EXPECT_THAT(qb_->Destroy(), HasErrno(EBUSY));
+  EXPECT_EQ(qb_->state(), QpState::kRts);
+  ASSERT_OK(qb_->DetachMcast(group_, 0));
+  EXPECT_OK(qb_->Destroy());
+}
+
 TEST_P(McastTest, DetachWithoutAttachIsEinval) {
   EXPECT_THAT(qb_->DetachMcast(group_, 0), HasErrno(EINVAL));
 }

@@ -32,6 +32,17 @@ excluded_cases() {
   esac
 }
 
+# The index of DEVICE's IPv4-mapped RoCEv2 GID (the probes address their
+# own QPs by it); 0 when the guest did not say.
+gid_index_of() {
+  if [[ -n "${VERBSIM_GUEST_ENV_FILE:-}" && -f "${VERBSIM_GUEST_ENV_FILE}" ]]; then
+    # shellcheck disable=SC1090
+    (source "${VERBSIM_GUEST_ENV_FILE}"; echo "${VERBSIM_RXE_GID_INDEX:-0}")
+  else
+    echo 0
+  fi
+}
+
 # What the results came from, for docs/fidelity.md.
 {
   echo "kernel=$(uname -r)"
@@ -74,5 +85,24 @@ for spec in "$@"; do
       echo "conformance_guest: ${spec} ${name}: exit ${rc} after ${took} s"
     fi
   done
+  # The drop-in's C probes (dropin/tests/*_probe.c) on the device itself:
+  # the answers they expect are rxe's, so they run on rxe devices (iWARP
+  # refuses their hand-driven RC connect). A probe that fails is reported
+  # like a failed case (probes.log); one that is missing is said so.
+  if [[ "${device}" == rxe* ]]; then
+    gid_index="$(gid_index_of "${device}")"
+    : >"${dir}/probes.log"
+    for probe in verb_checks_probe arg_checks_probe; do
+      path="${bin}/dropin/tests/${probe}"
+      if [[ ! -x "${path}" ]]; then
+        echo "conformance_guest: ${spec} ${probe}: not built" | tee -a "${dir}/probes.log"
+        continue
+      fi
+      timeout --kill-after=10 120 "${path}" "${device}" "${gid_index}" \
+        >>"${dir}/probes.log" 2>&1
+      rc=$?
+      echo "conformance_guest: ${spec} ${probe}: exit ${rc}" | tee -a "${dir}/probes.log"
+    done
+  fi
 done
 exit "${status}"

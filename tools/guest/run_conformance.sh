@@ -2,7 +2,9 @@
 # Runs the hw provider's tests (//hw:hw_test) and the conformance suite
 # (//tests:conformance_test) against real software RDMA devices, hw:rxe0
 # (Soft-RoCE) and hw:siw0 (soft-iWARP), in one boot of the rdma_guest.sh
-# guest. Builds nothing: build the two targets first.
+# guest, and on rxe devices the drop-in's C probes
+# (//dropin/tests:verb_checks_probe, :arg_checks_probe), whose answers are
+# rxe's. Builds nothing: build those targets first.
 #
 #   tools/guest/run_conformance.sh [--bin BAZEL_BIN] RESULTS_DIR
 #
@@ -12,7 +14,7 @@
 #   RESULTS_DIR      host directory for the results (created):
 #                      <device>/hw_test.xml, <device>/conformance_test.xml
 #                      (gtest XML), <device>/*.log (full output),
-#                      <device>/ibv_devinfo.txt
+#                      <device>/ibv_devinfo.txt, <device>/probes.log
 #
 # Environment:
 #   VERBSIM_SKIP_GUEST=1      skip the whole thing (prints why, exits 0)
@@ -26,8 +28,8 @@
 # 410 run, 380 passed, 22 failed, 8 skipped". Exit status: 0 when every
 # binary ran to its end for every provider (failing test cases are in the
 # XML and the summary; they fail the run only with VERBSIM_GUEST_STRICT=1);
-# 1 when a binary crashed, hung or wrote no XML, or a strict run had
-# failures; 2 for bad usage or missing binaries; 124 when the guest timed
+# 1 when a binary crashed, hung or wrote no XML, a probe failed or was not
+# built, or a strict run had failures; 2 for bad usage or missing binaries; 124 when the guest timed
 # out; 125 when the guest did not boot or a provider did not come up.
 set -uo pipefail
 
@@ -86,8 +88,17 @@ start="$(date +%s)"
 rc=$?
 echo "guest: $(( $(date +%s) - start )) s in all (boot, set-up and tests)"
 
-# Summaries from the XML.
+# Summaries from the XML, and the probes' exit lines (conformance_guest.sh).
 failed_cases=0
+probe_failures=0
+for spec in "${specs[@]}"; do
+  log="${results}/${spec#hw:}/probes.log"
+  [[ -s "${log}" ]] || continue
+  while read -r line; do
+    echo "guest ${line#conformance_guest: }"
+    [[ "${line}" == *": exit 0" ]] || probe_failures=$(( probe_failures + 1 ))
+  done < <(grep '^conformance_guest: ' "${log}")
+done
 for spec in "${specs[@]}"; do
   for name in hw_test conformance_test; do
     xml="${results}/${spec#hw:}/${name}.xml"
@@ -123,6 +134,12 @@ if [[ ${rc} -ne 0 ]]; then
     *) echo "run_conformance: a test binary crashed, hung or wrote no XML" >&2; rc=1 ;;
   esac
   exit "${rc}"
+fi
+if [[ ${probe_failures} -gt 0 ]]; then
+  # The probes' answers are the drop-in's claims about rxe: one that rxe0
+  # does not give fails the run (their output: <device>/probes.log).
+  echo "run_conformance: ${probe_failures} drop-in probe(s) failed or were not built on the device" >&2
+  exit 1
 fi
 if [[ "${VERBSIM_GUEST_STRICT:-}" == "1" && ${failed_cases} -gt 0 ]]; then
   echo "run_conformance: ${failed_cases} test cases failed (VERBSIM_GUEST_STRICT=1)" >&2

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# verb_checks_probe, built against the system's libibverbs, run on the
+# drop-in with the ibta and rxe profiles (each with its answers), and the
+# audit page docs/drop-in-checks.md held to it: every check the probe
+# makes is listed there, and every check listed there is made.
+set -uo pipefail
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
+probe="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/verb_checks_probe"
+doc="${TEST_SRCDIR}/${TEST_WORKSPACE}/docs/drop-in-checks.md"
+[[ -f "${doc}" ]] || fail "no ${doc}"
+ran=""
+for profile in ibta rxe; do
+  out="$(VERBSIM_PROFILE="${profile}" run_bounded 60 "${probe}" sim0 0 "${profile}" 2>&1)"
+  rc=$?
+  echo "== ${profile}"
+  echo "${out}"
+  [[ ${rc} == 0 ]] || fail "verb_checks_probe on ${profile} exited ${rc}"
+  grep -q '^verb_checks_probe: [0-9]* checks, 0 failed$' <<<"${out}" ||
+    fail "no summary line on ${profile}"
+  ran="$(sed -n 's/^ok: //p' <<<"${out}")"
+done
+# The ids in the page: the backquoted names in the last column of its
+# tables.
+listed="$(awk -F'|' '/^\|/ {print $(NF-1)}' "${doc}" |
+  grep -o '`[a-z_]*\.[a-z0-9_]*`' | tr -d '`' | sort -u)"
+made="$(sort -u <<<"${ran}")"
+missing="$(comm -23 <(echo "${made}") <(echo "${listed}"))"
+[[ -z "${missing}" ]] || fail "checks made but not in docs/drop-in-checks.md: ${missing//$'\n'/ }"
+stale="$(comm -13 <(echo "${made}") <(echo "${listed}"))"
+[[ -z "${stale}" ]] || fail "checks in docs/drop-in-checks.md that the probe does not make: ${stale//$'\n'/ }"
+echo "PASS: $(wc -l <<<"${made}") checks, each in docs/drop-in-checks.md"
