@@ -1168,8 +1168,9 @@ constexpr uint32_t kAllQpAttrMask = (1u << 21) - 1;
 absl::Status HwQp::Modify(const QpAttr& attr, uint32_t mask) {
   if (absl::Status s = Check(); !s.ok()) return s;
   if ((mask & ~kAllQpAttrMask) != 0) {
-    return Errno(EINVAL, "Modify qp %u: unknown mask bits 0x%x", qp_num_,
-                 mask & ~kAllQpAttrMask);
+    // What ibv_modify_qp answers (rdma-core ibv_cmd_modify_qp).
+    return Errno(EOPNOTSUPP, "Modify qp %u: mask bits 0x%x past "
+                 "IBV_QP_DEST_QPN", qp_num_, mask & ~kAllQpAttrMask);
   }
   if ((mask & (kQpAltPath | kQpPathMigState)) != 0) {
     return Errno(EINVAL,

@@ -263,7 +263,8 @@ class OutOfRangeAttrTest : public ProviderTestWithParam<RangeCase> {};
 // The attribute (QpAttrMask bit) a range case spoils, from its name.
 uint32_t AttrOf(const std::string& name) {
   const std::pair<const char*, uint32_t> kPrefixes[] = {
-      {"AvPort", kQpAv},           {"Port", kQpPort},
+      {"AvPort", kQpAv},           {"AvWithoutGrh", kQpAv},
+      {"Port", kQpPort},
       {"PkeyIndex", kQpPkeyIndex}, {"UnknownAccessBit", kQpAccessFlags},
       {"PathMtu", kQpPathMtu},     {"MinRnrTimer", kQpMinRnrTimer},
       {"MaxDestRdAtomic", kQpMaxDestRdAtomic},
@@ -345,6 +346,9 @@ std::vector<RangeCase> RangeCases() {
          a.ah_attr.port_num = static_cast<uint8_t>(d.phys_port_cnt + 1);
          return true;
        }},
+      // RoCE addresses by GID: an AV without a GRH (rdma_check_ah_attr).
+      {"AvWithoutGrh", QpState::kInit,
+       [](A& a, const D&, const P&) { return (a.ah_attr.is_global = false), true; }},
       {"Timeout32", QpState::kRtr,
        [](A& a, const D&, const P&) { return (a.timeout = 32), true; }},
       {"Timeout255", QpState::kRtr,
@@ -577,11 +581,17 @@ TEST_P(QpStateTest, ReceiveQueueFullIsEnomem) {
   size_t bad = 12345;
   EXPECT_THAT(raw->qp->PostRecv(wrs, &bad), HasErrno(ENOMEM));
   EXPECT_EQ(bad, depth);
-  // Still full.
+  // Still full, and the full queue is checked before the WR's SGE count
+  // (rxe_post_one_recv, siw_post_receive).
   RecvWr one;
   one.wr_id = 999;
   one.sg_list = {&sge, 1};
   EXPECT_THAT(raw->qp->PostRecv(one), HasErrno(ENOMEM));
+  std::vector<Sge> many(attr.cap.max_recv_sge + 1, sge);
+  RecvWr too_many;
+  too_many.wr_id = 998;
+  too_many.sg_list = many;
+  EXPECT_THAT(raw->qp->PostRecv(too_many), HasErrno(ENOMEM));
   // The accepted ones are there: ERR flushes exactly them.
   QpStep err = ToStateStep(QpState::kErr);
   ASSERT_OK(raw->qp->Modify(err.attr, err.mask));
@@ -589,6 +599,17 @@ TEST_P(QpStateTest, ReceiveQueueFullIsEnomem) {
                        AwaitN(raw->cq.get(), static_cast<int>(depth)));
   for (uint32_t i = 0; i < depth; ++i) EXPECT_THAT(wcs[i], WcFlushed(i));
   EXPECT_THAT(Drain(raw->cq.get()), IsEmpty());
+}
+
+// A mask bit past IBV_QP_DEST_QPN: EOPNOTSUPP, the QP unchanged (rdma-core
+// ibv_cmd_modify_qp).
+TEST_P(QpStateTest, MaskBitPastDestQpnIsEopnotsupp) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
+  QpStep step = NextStep(QpState::kReset, *raw);
+  EXPECT_THAT(raw->qp->Modify(step.attr, step.mask | (1u << 25)),
+              HasErrno(EOPNOTSUPP));
+  EXPECT_EQ(raw->qp->state(), QpState::kReset);
+  EXPECT_OK(raw->qp->Modify(step.attr, step.mask));
 }
 
 TEST_P(QpStateTest, AQpInRtrReceivesButCannotSend) {
