@@ -538,8 +538,8 @@ class SequenceHarness {
   // none) and whether the queue may be full at that WR.
   void CheckPost(const absl::Status& s, size_t bad_index, size_t n,
                  int whole_call_errno, const std::vector<int>& definite,
-                 const std::vector<bool>& may_be_full, const char* what,
-                 size_t* accepted) {
+                 const std::vector<bool>& may_be_full, bool full_first,
+                 const char* what, size_t* accepted) {
     const int got = ErrnoOf(s);
     if (whole_call_errno != 0) {
       if (got != whole_call_errno) {
@@ -571,7 +571,8 @@ class SequenceHarness {
         bad_index == first_definite && got == definite[first_definite];
     const bool full_here = bad_index <= first_definite && bad_index < n &&
                            got == ENOMEM && may_be_full[bad_index] &&
-                           (bad_index < first_definite || definite[bad_index] == 0);
+                           (bad_index < first_definite ||
+                            definite[bad_index] == 0 || full_first);
     if (!definite_here && !full_here) {
       Violation(absl::StrCat(
           what, ": refused WR ", bad_index, " with ", s.ToString(),
@@ -703,7 +704,10 @@ class SequenceHarness {
     FUZZ_NOTE(absl::StrCat("post send qp ", i, desc, ": ", s.ToString(),
                       s.ok() ? "" : absl::StrCat(" bad_index ", bad_index)));
     size_t accepted = 0;
-    CheckPost(s, bad_index, n, whole, definite, may_full, "PostSend",
+    // A send WR is checked before the queue's room (rxe post_one_send);
+    // a receive after it (rxe_post_one_recv): a full receive queue answers
+    // ENOMEM even for a WR with too many SGEs.
+    CheckPost(s, bad_index, n, whole, definite, may_full, false, "PostSend",
               &accepted);
     for (size_t k = 0; k < accepted; ++k) {
       const bool signaled =
@@ -755,7 +759,7 @@ class SequenceHarness {
     FUZZ_NOTE(absl::StrCat("post recv qp ", i, " x", n, " (wr_id ", next_wr_id_,
                       "..): ", s.ToString()));
     size_t accepted = 0;
-    CheckPost(s, bad_index, n, whole, definite, may_full, "PostRecv",
+    CheckPost(s, bad_index, n, whole, definite, may_full, true, "PostRecv",
               &accepted);
     const bool unflushed = accepted > 0 && !rules_.flushes_recv_posted_in_err &&
                            q.h->state() == QpState::kErr;
