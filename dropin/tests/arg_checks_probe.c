@@ -29,18 +29,9 @@
 
 #include "dropin/tests/probe_qp.h"
 
-static int failures;
 static int gid_index;
 
-static void check(int cond, const char *what) {
-  printf("%s: %s\n", cond ? "ok" : "FAIL", what);
-  if (!cond) failures++;
-}
 
-static void die(const char *what) {
-  printf("FAIL: %s (errno %d: %s)\n", what, errno, strerror(errno));
-  exit(1);
-}
 
 enum { kDepth = 4 };
 
@@ -57,25 +48,25 @@ struct side {
 
 static void open_side(struct ibv_context *ctx, struct side *s) {
   s->ctx = ctx;
-  if (!(s->pd = ibv_alloc_pd(ctx))) die("ibv_alloc_pd");
-  if (!(s->ch = ibv_create_comp_channel(ctx))) die("ibv_create_comp_channel");
-  if (!(s->cq = ibv_create_cq(ctx, 64, s, s->ch, 0))) die("ibv_create_cq");
+  if (!(s->pd = ibv_alloc_pd(ctx))) probe_die("ibv_alloc_pd");
+  if (!(s->ch = ibv_create_comp_channel(ctx))) probe_die("ibv_create_comp_channel");
+  if (!(s->cq = ibv_create_cq(ctx, 64, s, s->ch, 0))) probe_die("ibv_create_cq");
   s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  if (!s->mr) die("ibv_reg_mr");
+  if (!s->mr) probe_die("ibv_reg_mr");
   struct ibv_qp_init_attr ia = {
       .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
       .cap = {.max_send_wr = kDepth, .max_recv_wr = kDepth,
               .max_send_sge = 1, .max_recv_sge = 1}};
-  if (!(s->qp = ibv_create_qp(s->pd, &ia))) die("ibv_create_qp");
-  if (ibv_query_gid(ctx, 1, gid_index, &s->gid)) die("ibv_query_gid");
+  if (!(s->qp = ibv_create_qp(s->pd, &ia))) probe_die("ibv_create_qp");
+  if (ibv_query_gid(ctx, 1, gid_index, &s->gid)) probe_die("ibv_query_gid");
 }
 
 static void connect_side(struct side *s, struct side *peer) {
   const char *failed = probe_connect_rc(s->qp, peer->qp->qp_num, &peer->gid,
                                         gid_index,
                                         IBV_ACCESS_REMOTE_WRITE);
-  if (failed) die(failed);
+  if (failed) probe_die(failed);
 }
 
 /* Polls `cq` until `n` completions came, at most ~5 s; how many came. */
@@ -104,13 +95,13 @@ static void comp_vectors(struct ibv_context *ctx) {
   struct ibv_cq *cq;
   errno = 0;
   cq = ibv_create_cq(ctx, 10, NULL, NULL, -1);
-  check(cq == NULL && errno == EINVAL, "ibv_create_cq comp_vector -1: EINVAL");
+  probe_check(cq == NULL && errno == EINVAL, "ibv_create_cq comp_vector -1: EINVAL");
   errno = 0;
   cq = ibv_create_cq(ctx, 10, NULL, NULL, ctx->num_comp_vectors);
-  check(cq == NULL && errno == EINVAL,
+  probe_check(cq == NULL && errno == EINVAL,
         "ibv_create_cq comp_vector == num_comp_vectors: EINVAL");
   cq = ibv_create_cq(ctx, 10, NULL, NULL, ctx->num_comp_vectors - 1);
-  check(cq != NULL, "ibv_create_cq comp_vector num_comp_vectors - 1: made");
+  probe_check(cq != NULL, "ibv_create_cq comp_vector num_comp_vectors - 1: made");
   if (cq) ibv_destroy_cq(cq);
 }
 
@@ -126,7 +117,7 @@ static void cyclic_lists(struct side *a, struct side *b) {
   s1.next = &s2;
   s2.next = &s1;
   int rc = ibv_post_send(a->qp, &s1, &sbad);
-  check(rc == ENOMEM && (sbad == &s1 || sbad == &s2),
+  probe_check(rc == ENOMEM && (sbad == &s1 || sbad == &s2),
         "ibv_post_send of a cyclic list: ENOMEM, bad_wr set");
   /* The queue took its kDepth WRs; a signaled one after them completes. */
   s1.next = NULL;
@@ -139,7 +130,7 @@ static void cyclic_lists(struct side *a, struct side *b) {
     }
     posted = ibv_post_send(a->qp, &s1, &sbad) == 0;
   }
-  check(posted && drain(a->cq, 1) == 1,
+  probe_check(posted && drain(a->cq, 1) == 1,
         "the send queue works after the cyclic list");
 
   struct ibv_sge rsge = {(uintptr_t)a->buf, 64, a->mr->lkey};
@@ -149,15 +140,15 @@ static void cyclic_lists(struct side *a, struct side *b) {
   r1.next = &r2;
   r2.next = &r1;
   rc = ibv_post_recv(b->qp, &r1, &rbad);
-  check(rc == ENOMEM && (rbad == &r1 || rbad == &r2),
+  probe_check(rc == ENOMEM && (rbad == &r1 || rbad == &r2),
         "ibv_post_recv of a cyclic list: ENOMEM, bad_wr set");
 
   struct ibv_srq_init_attr sa = {.attr = {.max_wr = kDepth, .max_sge = 1}};
   struct ibv_srq *srq = ibv_create_srq(a->pd, &sa);
-  if (!srq) die("ibv_create_srq");
+  if (!srq) probe_die("ibv_create_srq");
   rbad = NULL;
   rc = ibv_post_srq_recv(srq, &r1, &rbad);
-  check(rc == ENOMEM && (rbad == &r1 || rbad == &r2),
+  probe_check(rc == ENOMEM && (rbad == &r1 || rbad == &r2),
         "ibv_post_srq_recv of a cyclic list: ENOMEM, bad_wr set");
 
   /* num_sge far above max_sge, with a one-entry sg_list: refused by the
@@ -167,13 +158,13 @@ static void cyclic_lists(struct side *a, struct side *b) {
   struct ibv_recv_wr big = {.wr_id = 21, .sg_list = &one, .num_sge = 1 << 20};
   rbad = NULL;
   rc = ibv_post_srq_recv(srq, &big, &rbad);
-  check(rc == ENOMEM && rbad == &big,
+  probe_check(rc == ENOMEM && rbad == &big,
         "ibv_post_srq_recv num_sge 2^20 to a full SRQ: ENOMEM, bad_wr set");
   ibv_destroy_srq(srq);
-  if (!(srq = ibv_create_srq(a->pd, &sa))) die("ibv_create_srq");
+  if (!(srq = ibv_create_srq(a->pd, &sa))) probe_die("ibv_create_srq");
   rbad = NULL;
   rc = ibv_post_srq_recv(srq, &big, &rbad);
-  check(rc == EINVAL && rbad == &big,
+  probe_check(rc == EINVAL && rbad == &big,
         "ibv_post_srq_recv num_sge 2^20 > max_sge: EINVAL, bad_wr set");
   ibv_destroy_srq(srq);
   /* A send with one SGE more than max_send_sge, the array that long: rxe's
@@ -182,17 +173,17 @@ static void cyclic_lists(struct side *a, struct side *b) {
    * is read past its end there; the drop-in never reads it. */
   struct ibv_qp_attr qa;
   struct ibv_qp_init_attr qi;
-  if (ibv_query_qp(a->qp, &qa, IBV_QP_CAP, &qi)) die("ibv_query_qp");
+  if (ibv_query_qp(a->qp, &qa, IBV_QP_CAP, &qi)) probe_die("ibv_query_qp");
   int over = (int)qi.cap.max_send_sge + 1;
   struct ibv_sge *many = calloc((size_t)over, sizeof(*many));
-  if (!many) die("calloc");
+  if (!many) probe_die("calloc");
   for (int i = 0; i < over; i++) many[i] = one;
   struct ibv_send_wr sbig = s1;
   sbig.sg_list = many;
   sbig.num_sge = over;
   sbad = NULL;
   rc = ibv_post_send(a->qp, &sbig, &sbad);
-  check(rc == EINVAL && sbad == &sbig,
+  probe_check(rc == EINVAL && sbad == &sbig,
         "ibv_post_send num_sge max_send_sge + 1: EINVAL, bad_wr set");
   free(many);
   drain(a->cq, 0);
@@ -206,39 +197,31 @@ static void notify_widens(struct side *a, struct side *b) {
    * or solicited-only then next (order 1). */
   while (readable(a->ch->fd, 0) && ibv_get_cq_event(a->ch, &ev_cq, &ev_ctx) == 0)
     ibv_ack_cq_events(ev_cq, 1);
-  check(ibv_req_notify_cq(a->cq, order) == 0, "ibv_req_notify_cq first");
-  check(ibv_req_notify_cq(a->cq, !order) == 0, "ibv_req_notify_cq second");
+  probe_check(ibv_req_notify_cq(a->cq, order) == 0, "ibv_req_notify_cq first");
+  probe_check(ibv_req_notify_cq(a->cq, !order) == 0, "ibv_req_notify_cq second");
   struct ibv_sge sge = {(uintptr_t)a->buf, 8, a->mr->lkey};
   struct ibv_send_wr w = {.wr_id = 31, .sg_list = &sge, .num_sge = 1,
                           .opcode = IBV_WR_RDMA_WRITE,
                           .send_flags = IBV_SEND_SIGNALED}, *bad;
   w.wr.rdma.remote_addr = (uintptr_t)b->buf;
   w.wr.rdma.rkey = b->mr->rkey;
-  if (ibv_post_send(a->qp, &w, &bad)) die("ibv_post_send");
+  if (ibv_post_send(a->qp, &w, &bad)) probe_die("ibv_post_send");
   int ready = readable(a->ch->fd, 5000);
-  check(ready, order == 0 ? "next then solicited-only: an unsolicited "
+  probe_check(ready, order == 0 ? "next then solicited-only: an unsolicited "
                             "completion raises the event"
                           : "solicited-only then next: an unsolicited "
                             "completion raises the event");
   if (ready && ibv_get_cq_event(a->ch, &ev_cq, &ev_ctx) == 0) {
-    check(ev_cq == a->cq, "the event names the CQ");
+    probe_check(ev_cq == a->cq, "the event names the CQ");
     ibv_ack_cq_events(ev_cq, 1);
   }
-  check(drain(a->cq, 1) == 1, "the write completes");
+  probe_check(drain(a->cq, 1) == 1, "the write completes");
   }
 }
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  int n = 0;
-  struct ibv_device **list = ibv_get_device_list(&n);
-  if (!list || n < 1) die("no devices");
-  struct ibv_context *ctx = NULL;
-  for (int i = 0; i < n && !ctx; i++) {
-    if (argc < 2 || strcmp(argv[1], ibv_get_device_name(list[i])) == 0)
-      ctx = ibv_open_device(list[i]);
-  }
-  if (!ctx) die("ibv_open_device");
+  struct ibv_context *ctx = probe_open(argc > 1 ? argv[1] : NULL);
   gid_index = argc > 2 ? atoi(argv[2]) : 0;
   comp_vectors(ctx);
   static struct side a, b;
@@ -248,6 +231,6 @@ int main(int argc, char **argv) {
   connect_side(&b, &a);
   cyclic_lists(&a, &b);
   notify_widens(&a, &b);
-  printf("arg_checks_probe: %d failed\n", failures);
-  return failures ? 1 : 0;
+  printf("arg_checks_probe: %d failed\n", probe_failures());
+  return probe_failures() ? 1 : 0;
 }

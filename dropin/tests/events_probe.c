@@ -24,17 +24,8 @@
 
 #include "dropin/tests/probe_qp.h"
 
-static int failures;
 
-static void check(int cond, const char *what) {
-  printf("%s: %s\n", cond ? "ok" : "FAIL", what);
-  if (!cond) failures++;
-}
 
-static void die(const char *what) {
-  printf("FAIL: %s (errno %d: %s)\n", what, errno, strerror(errno));
-  exit(1);
-}
 
 struct side {
   struct ibv_context *ctx;
@@ -52,28 +43,28 @@ static struct ibv_cq_ex *cqx;  /* the client's CQ in "ex" mode */
 
 static void open_side(struct ibv_device *dev, struct side *s, int use_srq,
                       int ex) {
-  if (!(s->ctx = ibv_open_device(dev))) die("ibv_open_device");
-  if (!(s->pd = ibv_alloc_pd(s->ctx))) die("ibv_alloc_pd");
-  if (!(s->ch = ibv_create_comp_channel(s->ctx))) die("ibv_create_comp_channel");
+  if (!(s->ctx = ibv_open_device(dev))) probe_die("ibv_open_device");
+  if (!(s->pd = ibv_alloc_pd(s->ctx))) probe_die("ibv_alloc_pd");
+  if (!(s->ch = ibv_create_comp_channel(s->ctx))) probe_die("ibv_create_comp_channel");
   if (ex) {
     struct ibv_cq_init_attr_ex ca = {.cqe = 16, .cq_context = s,
                                      .channel = s->ch,
                                      .wc_flags = IBV_WC_STANDARD_FLAGS};
-    if (!(cqx = ibv_create_cq_ex(s->ctx, &ca))) die("ibv_create_cq_ex");
+    if (!(cqx = ibv_create_cq_ex(s->ctx, &ca))) probe_die("ibv_create_cq_ex");
     s->cq = ibv_cq_ex_to_cq(cqx);
   } else if (!(s->cq = ibv_create_cq(s->ctx, 16, s, s->ch, 0))) {
-    die("ibv_create_cq");
+    probe_die("ibv_create_cq");
   }
   s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  if (!s->mr) die("ibv_reg_mr");
+  if (!s->mr) probe_die("ibv_reg_mr");
   struct ibv_qp_init_attr ia = {
       .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
       .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
               .max_recv_sge = 1}};
   if (use_srq) {
     struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
-    if (!(s->srq = ibv_create_srq(s->pd, &sa))) die("ibv_create_srq");
+    if (!(s->srq = ibv_create_srq(s->pd, &sa))) probe_die("ibv_create_srq");
     ia.srq = s->srq;
   }
   if (ex) {
@@ -83,17 +74,17 @@ static void open_side(struct ibv_device *dev, struct side *s, int use_srq,
         .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
         .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE};
     xa.cap.max_inline_data = 64;
-    if (!(s->qp = ibv_create_qp_ex(s->ctx, &xa))) die("ibv_create_qp_ex");
+    if (!(s->qp = ibv_create_qp_ex(s->ctx, &xa))) probe_die("ibv_create_qp_ex");
   } else if (!(s->qp = ibv_create_qp(s->pd, &ia))) {
-    die("ibv_create_qp");
+    probe_die("ibv_create_qp");
   }
-  if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) die("ibv_query_gid");
+  if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) probe_die("ibv_query_gid");
 }
 
 static void connect_side(struct side *s, struct side *peer) {
   const char *failed = probe_connect_rc(s->qp, peer->qp->qp_num, &peer->gid, 0,
                                         IBV_ACCESS_REMOTE_WRITE);
-  if (failed) die(failed);
+  if (failed) probe_die(failed);
 }
 
 static void post_recv(struct side *s, uint64_t id) {
@@ -101,7 +92,7 @@ static void post_recv(struct side *s, uint64_t id) {
   struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
   if (s->srq ? ibv_post_srq_recv(s->srq, &wr, &bad)
              : ibv_post_recv(s->qp, &wr, &bad))
-    die("ibv_post_recv");
+    probe_die("ibv_post_recv");
 }
 
 static void post_send(struct side *s, uint64_t id) {
@@ -109,7 +100,7 @@ static void post_send(struct side *s, uint64_t id) {
   struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
                            .opcode = IBV_WR_SEND,
                            .send_flags = IBV_SEND_SIGNALED}, *bad;
-  if (ibv_post_send(s->qp, &wr, &bad)) die("ibv_post_send");
+  if (ibv_post_send(s->qp, &wr, &bad)) probe_die("ibv_post_send");
 }
 
 /* Whether fd is readable within ms milliseconds. */
@@ -124,28 +115,28 @@ static int async_mode(struct side *c, struct side *s) {
   post_recv(s, 1);
   post_recv(s, 2);
   struct ibv_srq_attr limit = {.srq_limit = 2};
-  if (ibv_modify_srq(s->srq, &limit, IBV_SRQ_LIMIT)) die("ibv_modify_srq");
-  check(!readable(s->ctx->async_fd, 100), "no async event before the send");
+  if (ibv_modify_srq(s->srq, &limit, IBV_SRQ_LIMIT)) probe_die("ibv_modify_srq");
+  probe_check(!readable(s->ctx->async_fd, 100), "no async event before the send");
   post_send(c, 3);
-  check(readable(s->ctx->async_fd, 20000), "async_fd becomes readable");
+  probe_check(readable(s->ctx->async_fd, 20000), "async_fd becomes readable");
   struct ibv_async_event ev;
   int fl = fcntl(s->ctx->async_fd, F_GETFL);
-  if (fcntl(s->ctx->async_fd, F_SETFL, fl | O_NONBLOCK)) die("O_NONBLOCK");
-  check(ibv_get_async_event(s->ctx, &ev) == 0 &&
+  if (fcntl(s->ctx->async_fd, F_SETFL, fl | O_NONBLOCK)) probe_die("O_NONBLOCK");
+  probe_check(ibv_get_async_event(s->ctx, &ev) == 0 &&
             ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
             ev.element.srq == s->srq,
         "ibv_get_async_event: IBV_EVENT_SRQ_LIMIT_REACHED on the server SRQ");
   ibv_ack_async_event(&ev);
-  printf("events_probe: %d failed\n", failures);
-  return failures ? 1 : 0;
+  printf("events_probe: %d failed\n", probe_failures());
+  return probe_failures() ? 1 : 0;
 }
 
 /* The "ex" mode: ibv_wr_* on the client, ibv_start_poll on its CQ. */
 static int ex_mode(struct side *c, struct side *s) {
-  check(ibv_qp_to_qp_ex(s->qp) == NULL,
+  probe_check(ibv_qp_to_qp_ex(s->qp) == NULL,
         "ibv_qp_to_qp_ex of a QP made without send_ops_flags is NULL");
   struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(c->qp);
-  check(qx != NULL, "ibv_qp_to_qp_ex of the client QP");
+  probe_check(qx != NULL, "ibv_qp_to_qp_ex of the client QP");
   if (!qx) return 1;
   static const char text[] = "inline through ibv_wr_set_inline_data";
   memset(c->buf, 0x5c, 256);
@@ -158,44 +149,44 @@ static int ex_mode(struct side *c, struct side *s) {
   qx->wr_id = 12;
   ibv_wr_send(qx);
   ibv_wr_set_inline_data(qx, (void *)text, sizeof(text));
-  check(ibv_wr_complete(qx) == 0, "ibv_wr_complete posts both WRs");
+  probe_check(ibv_wr_complete(qx) == 0, "ibv_wr_complete posts both WRs");
 
   struct ibv_poll_cq_attr pa = {0};
   int rc;
   for (int i = 0; i < 1000000 && (rc = ibv_start_poll(cqx, &pa)) == ENOENT; i++)
     ;
-  check(rc == 0 && cqx->wr_id == 11 && cqx->status == IBV_WC_SUCCESS &&
+  probe_check(rc == 0 && cqx->wr_id == 11 && cqx->status == IBV_WC_SUCCESS &&
             ibv_wc_read_opcode(cqx) == IBV_WC_RDMA_WRITE &&
             ibv_wc_read_qp_num(cqx) == c->qp->qp_num,
         "ibv_start_poll: the write completed SUCCESS");
   if (rc == 0) {
     for (int i = 0; i < 1000000 && (rc = ibv_next_poll(cqx)) == ENOENT; i++)
       ;
-    check(rc == 0 && cqx->wr_id == 12 && cqx->status == IBV_WC_SUCCESS &&
+    probe_check(rc == 0 && cqx->wr_id == 12 && cqx->status == IBV_WC_SUCCESS &&
               ibv_wc_read_opcode(cqx) == IBV_WC_SEND,
           "ibv_next_poll: the inline send completed SUCCESS");
     ibv_end_poll(cqx);
   }
   unsigned char want[256];
   memset(want, 0x5c, sizeof(want));
-  check(memcmp(s->buf + 1024, want, sizeof(want)) == 0,
+  probe_check(memcmp(s->buf + 1024, want, sizeof(want)) == 0,
         "the written bytes are in the server's buffer");
   struct ibv_wc wc;
   int got = 0;
   for (int i = 0; i < 1000000 && !got; i++) got = ibv_poll_cq(s->cq, 1, &wc);
-  check(got == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 21 &&
+  probe_check(got == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 21 &&
             wc.byte_len == sizeof(text) &&
             memcmp(s->buf, text, sizeof(text)) == 0,
         "the inline send's bytes arrived");
-  printf("events_probe: %d failed\n", failures);
-  return failures ? 1 : 0;
+  printf("events_probe: %d failed\n", probe_failures());
+  return probe_failures() ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
   int n;
   setvbuf(stdout, NULL, _IOLBF, 0);
   struct ibv_device **list = ibv_get_device_list(&n);
-  if (!list || n < 2) die("want two devices");
+  if (!list || n < 2) probe_die("want two devices");
   struct side *c = calloc(1, sizeof(*c)), *s = calloc(1, sizeof(*s));
   int async = argc > 1 && strcmp(argv[1], "async") == 0;
   int ex = argc > 1 && strcmp(argv[1], "ex") == 0;
@@ -207,23 +198,23 @@ int main(int argc, char **argv) {
   if (ex) return ex_mode(c, s);
 
   int fl = fcntl(s->ch->fd, F_GETFL);
-  if (fcntl(s->ch->fd, F_SETFL, fl | O_NONBLOCK)) die("O_NONBLOCK");
+  if (fcntl(s->ch->fd, F_SETFL, fl | O_NONBLOCK)) probe_die("O_NONBLOCK");
   struct ibv_cq *ev_cq;
   void *ev_ctx;
   errno = 0;
-  check(ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+  probe_check(ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
         "no event yet: ibv_get_cq_event fails with EAGAIN");
 
-  if (ibv_req_notify_cq(s->cq, 0)) die("ibv_req_notify_cq");
+  if (ibv_req_notify_cq(s->cq, 0)) probe_die("ibv_req_notify_cq");
   post_recv(s, 1);
   post_send(c, 2);
-  check(readable(s->ch->fd, 10000), "the channel fd becomes readable");
-  check(ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) == 0 && ev_cq == s->cq &&
+  probe_check(readable(s->ch->fd, 10000), "the channel fd becomes readable");
+  probe_check(ibv_get_cq_event(s->ch, &ev_cq, &ev_ctx) == 0 && ev_cq == s->cq &&
             ev_ctx == s,
         "the event names the server CQ and its cq_context");
   ibv_ack_cq_events(ev_cq, 1);
   struct ibv_wc wc;
-  check(ibv_poll_cq(s->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+  probe_check(ibv_poll_cq(s->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
             wc.opcode == IBV_WC_RECV && wc.wr_id == 1 && wc.byte_len == 64,
         "the recv is on the CQ");
 
@@ -232,23 +223,23 @@ int main(int argc, char **argv) {
   post_send(c, 4);
   int got = 0;
   for (int i = 0; i < 100000 && !got; i++) got = ibv_poll_cq(s->cq, 1, &wc);
-  check(got == 1 && wc.wr_id == 3, "the second recv completes");
-  check(!readable(s->ch->fd, 200), "without re-arming, no second event");
+  probe_check(got == 1 && wc.wr_id == 3, "the second recv completes");
+  probe_check(!readable(s->ch->fd, 200), "without re-arming, no second event");
 
-  check(!readable(c->ctx->async_fd, 100), "no async event while all is well");
+  probe_check(!readable(c->ctx->async_fd, 100), "no async event while all is well");
 
   struct ibv_sge sge = {(uintptr_t)c->buf, 8, c->mr->lkey};
   struct ibv_send_wr bad_op = {.wr_id = 9, .sg_list = &sge, .num_sge = 1,
                                .opcode = (enum ibv_wr_opcode)77};
   struct ibv_send_wr *bad = NULL;
   int rc = ibv_post_send(c->qp, &bad_op, &bad);
-  check(rc == EINVAL && bad == &bad_op,
+  probe_check(rc == EINVAL && bad == &bad_op,
         "a bad opcode fails with EINVAL and bad_wr set");
 
   ibv_destroy_qp(c->qp);
   ibv_destroy_qp(s->qp);
-  check(ibv_destroy_cq(s->cq) == 0, "the CQ is destroyed");
-  check(ibv_destroy_comp_channel(s->ch) == 0, "the channel is destroyed");
+  probe_check(ibv_destroy_cq(s->cq) == 0, "the CQ is destroyed");
+  probe_check(ibv_destroy_comp_channel(s->ch) == 0, "the channel is destroyed");
   int closed = ibv_destroy_cq(c->cq) == 0 &&
                ibv_destroy_comp_channel(c->ch) == 0;
   struct side *sides[2] = {c, s};
@@ -257,8 +248,8 @@ int main(int argc, char **argv) {
              ibv_dealloc_pd(sides[i]->pd) == 0 &&
              ibv_close_device(sides[i]->ctx) == 0;
   }
-  check(closed, "every object is released and both devices close");
+  probe_check(closed, "every object is released and both devices close");
   ibv_free_device_list(list);
-  printf("events_probe: %d failed\n", failures);
-  return failures ? 1 : 0;
+  printf("events_probe: %d failed\n", probe_failures());
+  return probe_failures() ? 1 : 0;
 }

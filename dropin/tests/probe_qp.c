@@ -1,6 +1,37 @@
 #include "dropin/tests/probe_qp.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static int failures;
+
+void probe_check(int cond, const char *what) {
+  printf("%s: %s\n", cond ? "ok" : "FAIL", what);
+  if (!cond) failures++;
+}
+
+int probe_failures(void) { return failures; }
+
+void probe_die(const char *what) {
+  printf("FAIL: %s (errno %d: %s)\n", what, errno, strerror(errno));
+  exit(1);
+}
+
+struct ibv_context *probe_open(const char *name) {
+  int n = 0;
+  struct ibv_device **list = ibv_get_device_list(&n);
+  if (!list || n < 1) probe_die("no devices");
+  struct ibv_context *ctx = NULL;
+  for (int i = 0; i < n && !ctx; i++) {
+    if (!name || strcmp(name, ibv_get_device_name(list[i])) == 0)
+      ctx = ibv_open_device(list[i]);
+  }
+  ibv_free_device_list(list);
+  if (!ctx) probe_die("ibv_open_device");
+  return ctx;
+}
 
 const char *probe_connect_rc(struct ibv_qp *qp, uint32_t dest_qpn,
                              const union ibv_gid *dgid, int sgid_index,

@@ -48,10 +48,6 @@ static void pass(const char *id, int ok, const char *fmt, long a, long b) {
   printf("\n");
 }
 
-static void die(const char *what) {
-  printf("FAIL: set-up: %s (errno %d: %s)\n", what, errno, strerror(errno));
-  exit(1);
-}
 
 /* The answers of the ibta profile where the spec leaves the choice and
  * rxe takes the lenient one (docs/drop-in-checks.md says why for each);
@@ -123,7 +119,7 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
       .cap = {.max_send_wr = 4, .max_recv_wr = srq ? 0 : 4,
               .max_send_sge = 1, .max_recv_sge = srq ? 0 : 1}};
   struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-  if (!qp) die("ibv_create_qp");
+  if (!qp) probe_die("ibv_create_qp");
   return qp;
 }
 
@@ -137,9 +133,9 @@ static int to_init(struct ibv_qp *qp, int ud) {
 
 static void ud_to_rts(struct ibv_qp *qp) {
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
-  if (to_init(qp, 1) || ibv_modify_qp(qp, &a, IBV_QP_STATE)) die("UD to RTR");
+  if (to_init(qp, 1) || ibv_modify_qp(qp, &a, IBV_QP_STATE)) probe_die("UD to RTR");
   a.qp_state = IBV_QPS_RTS;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) die("UD to RTS");
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) probe_die("UD to RTS");
 }
 
 static void device_and_port(void) {
@@ -178,12 +174,12 @@ static void regions(struct ibv_pd *pd, char *buf, size_t len) {
   long page = sysconf(_SC_PAGESIZE);
   char *gone = mmap(NULL, page, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (gone == MAP_FAILED) die("mmap");
+  if (gone == MAP_FAILED) probe_die("mmap");
   munmap(gone, page);
   EXPECT_NULL("reg_mr.unmapped", EFAULT,
               ibv_reg_mr(pd, gone, page, IBV_ACCESS_LOCAL_WRITE), free_mr);
   char *ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ro == MAP_FAILED) die("mmap");
+  if (ro == MAP_FAILED) probe_die("mmap");
   EXPECT_NULL("reg_mr.read_only_memory_local_write", EFAULT,
               ibv_reg_mr(pd, ro, page, IBV_ACCESS_LOCAL_WRITE), free_mr);
   struct ibv_mr *mr = ibv_reg_mr(pd, ro, page, IBV_ACCESS_REMOTE_READ);
@@ -193,7 +189,7 @@ static void regions(struct ibv_pd *pd, char *buf, size_t len) {
   munmap(ro, page);
 
   mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
-  if (!mr) die("ibv_reg_mr");
+  if (!mr) probe_die("ibv_reg_mr");
   uint32_t lkey = mr->lkey;
   EXPECT_RC("rereg_mr.unknown_flag", IBV_REREG_MR_ERR_INPUT,
             ibv_rereg_mr(mr, 1 << 5, NULL, NULL, 0, 0));
@@ -228,9 +224,9 @@ static void cqs(struct ibv_pd *pd) {
               ibv_create_cq(ctx, dev.max_cqe + 1, NULL, NULL, 0), free_cq);
 
   struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-  if (!ch) die("ibv_create_comp_channel");
+  if (!ch) probe_die("ibv_create_comp_channel");
   struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
-  if (!cq) die("ibv_create_cq");
+  if (!cq) probe_die("ibv_create_cq");
   EXPECT_RC("destroy_comp_channel.with_cq", EBUSY,
             ibv_destroy_comp_channel(ch));
   struct ibv_qp *qp = make_qp(pd, cq, IBV_QPT_RC, NULL);
@@ -322,7 +318,7 @@ static void qp_transitions(struct ibv_pd *pd, struct ibv_cq *cq) {
   /* rxe takes a max_dest_rd_atomic past the device's (rxe_qp_chk_attr
    * does not look): on a QP of its own. */
   struct ibv_qp *other = make_qp(pd, cq, IBV_QPT_RC, NULL);
-  if (to_init(other, 0)) die("to INIT");
+  if (to_init(other, 0)) probe_die("to INIT");
   a.max_dest_rd_atomic = dev.max_qp_rd_atom + 1;
   EXPECT_RC("modify_qp.rtr_max_dest_rd_atomic_past_max", 0,
             ibv_modify_qp(other, &a, rtr));
@@ -400,9 +396,9 @@ static void srqs(struct ibv_pd *pd, struct ibv_cq *cq) {
               ibv_create_srq(pd, &sa), free_srq);
   sa = base;
   struct ibv_srq *srq = ibv_create_srq(pd, &sa);
-  if (!srq) die("ibv_create_srq");
+  if (!srq) probe_die("ibv_create_srq");
   struct ibv_srq_attr q;
-  if (ibv_query_srq(srq, &q)) die("ibv_query_srq");
+  if (ibv_query_srq(srq, &q)) probe_die("ibv_query_srq");
   struct ibv_srq_attr m = {.srq_limit = q.max_wr + 1};
   EXPECT_RC("modify_srq.limit_past_max_wr", EINVAL,
             ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT));
@@ -410,7 +406,7 @@ static void srqs(struct ibv_pd *pd, struct ibv_cq *cq) {
   EXPECT_RC("modify_srq.max_wr_past_max_srq_wr", EINVAL,
             ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR));
   struct ibv_srq_attr after;
-  if (ibv_query_srq(srq, &after)) die("ibv_query_srq");
+  if (ibv_query_srq(srq, &after)) probe_die("ibv_query_srq");
   pass("modify_srq.refused_keeps_the_srq",
        after.max_wr == q.max_wr && after.srq_limit == q.srq_limit,
        "max_wr %ld limit %ld after", after.max_wr, after.srq_limit);
@@ -457,7 +453,7 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
                                  IBV_ACCESS_LOCAL_WRITE |
                                      IBV_ACCESS_REMOTE_WRITE |
                                      IBV_ACCESS_REMOTE_ATOMIC);
-  if (!mr) die("ibv_reg_mr");
+  if (!mr) probe_die("ibv_reg_mr");
   struct ibv_sge sge = {(uintptr_t)buf, 8, mr->lkey};
   struct ibv_send_wr w = {.wr_id = 1, .sg_list = &sge, .num_sge = 1,
                           .opcode = IBV_WR_SEND}, *sbad = NULL;
@@ -466,7 +462,7 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
 
   struct ibv_qp *qp = make_qp(pd, cq, IBV_QPT_RC, NULL);
   EXPECT_RC("post_recv.reset_state", EINVAL, ibv_post_recv(qp, &r, &rbad));
-  if (to_init(qp, 0)) die("to INIT");
+  if (to_init(qp, 0)) probe_die("to INIT");
   EXPECT_RC("post_recv.init_state", 0, ibv_post_recv(qp, &r, &rbad));
   EXPECT_RC("post_send.init_state", EINVAL, ibv_post_send(qp, &w, &sbad));
   ibv_destroy_qp(qp);
@@ -476,7 +472,7 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
   const char *failed = probe_connect_rc(qp, qp->qp_num, &gid, gid_index,
                                         IBV_ACCESS_REMOTE_WRITE |
                                             IBV_ACCESS_REMOTE_ATOMIC);
-  if (failed) die(failed);
+  if (failed) probe_die(failed);
   EXPECT_RC("post_send.null_list", EINVAL, ibv_post_send(qp, NULL, &sbad));
   EXPECT_RC("post_recv.null_list", EINVAL, ibv_post_recv(qp, NULL, &rbad));
   EXPECT_RC("post_send.null_bad_wr", EINVAL, ibv_post_send(qp, &w, NULL));
@@ -491,7 +487,7 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
             ibv_post_send(qp, &at, &sbad));
   struct ibv_qp_attr qa;
   struct ibv_qp_init_attr qi;
-  if (ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi)) die("ibv_query_qp");
+  if (ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi)) probe_die("ibv_query_qp");
   struct ibv_sge big = {(uintptr_t)buf, qi.cap.max_inline_data + 1, mr->lkey};
   struct ibv_send_wr in = {.wr_id = 4, .sg_list = &big, .num_sge = 1,
                            .opcode = IBV_WR_SEND,
@@ -556,26 +552,19 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  int n = 0;
-  struct ibv_device **list = ibv_get_device_list(&n);
-  if (!list || n < 1) die("no devices");
-  for (int i = 0; i < n && !ctx; i++) {
-    if (argc < 2 || strcmp(argv[1], ibv_get_device_name(list[i])) == 0)
-      ctx = ibv_open_device(list[i]);
-  }
-  if (!ctx) die("ibv_open_device");
+  ctx = probe_open(argc > 1 ? argv[1] : NULL);
   gid_index = argc > 2 ? atoi(argv[2]) : 0;
   ibta = argc > 3 && strcmp(argv[3], "ibta") == 0;
-  if (argc > 3 && !ibta && strcmp(argv[3], "rxe") != 0) die("ANSWERS: rxe or ibta");
-  if (ibv_query_device(ctx, &dev)) die("ibv_query_device");
-  if (ibv_query_port(ctx, 1, &port)) die("ibv_query_port");
-  if (ibv_query_gid(ctx, 1, gid_index, &gid)) die("ibv_query_gid");
+  if (argc > 3 && !ibta && strcmp(argv[3], "rxe") != 0) probe_die("ANSWERS: rxe or ibta");
+  if (ibv_query_device(ctx, &dev)) probe_die("ibv_query_device");
+  if (ibv_query_port(ctx, 1, &port)) probe_die("ibv_query_port");
+  if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");
 
   static char buf[1 << 16] __attribute__((aligned(4096)));
   struct ibv_pd *pd = ibv_alloc_pd(ctx);
-  if (!pd) die("ibv_alloc_pd");
+  if (!pd) probe_die("ibv_alloc_pd");
   struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-  if (!cq) die("ibv_create_cq");
+  if (!cq) probe_die("ibv_create_cq");
 
   device_and_port();
   regions(pd, buf, sizeof(buf));
