@@ -223,6 +223,9 @@ struct DeviceAttr {
   int max_pkeys = 0;
   AtomicCap atomic_cap = AtomicCap::kNone;
   int phys_port_cnt = 1;
+  // struct ibv_device's node_type: 1 (IBV_NODE_CA) for InfiniBand and RoCE,
+  // 4 (IBV_NODE_RNIC) for iWARP, whose transport is then IWARP.
+  int node_type = 1;
 };
 
 // struct ibv_port_attr, the fields verbsim models.

@@ -256,6 +256,7 @@ absl::StatusOr<DeviceAttr> QueryDeviceAttr(ibv_context* ctx) {
   }
   DeviceAttr a;
   a.name = name;
+  a.node_type = ctx->device->node_type;
   a.max_mr_size = da.max_mr_size;
   a.page_size_cap = da.page_size_cap;
   a.vendor_id = da.vendor_id;
@@ -863,10 +864,8 @@ absl::StatusOr<std::unique_ptr<Mr>> HwPd::RegMr(void* addr, size_t length,
   if (addr == nullptr && length != 0) {
     return Errno(EINVAL, "RegMr: null address with length %zu", length);
   }
-  const uintptr_t start = reinterpret_cast<uintptr_t>(addr);
-  if (start + length < start) {
-    return Errno(EINVAL, "RegMr: range %p + %zu wraps around", addr, length);
-  }
+  // A range that wraps goes to the device, which decides (ib_umem_get:
+  // EINVAL; siw_umem_get: EFAULT).
   const DeviceAttr& dev = context_->device_attr();
   if (length > dev.max_mr_size) {
     return Errno(EINVAL, "RegMr: length %zu exceeds max_mr_size %u of %s",

@@ -56,9 +56,12 @@ absl::Status CheckMrRange(const SimProfile& profile, const void* addr,
     return Errno(EINVAL, "null address with length %zu", length);
   }
   const uint64_t start = reinterpret_cast<uint64_t>(addr);
-  if (length > dev.max_mr_size || start + length < start) {
-    return Errno(EINVAL, "range [0x%x, +%zu) wraps or exceeds max_mr_size",
-                 start, length);
+  if (start + length < start) {
+    return Errno(profile.wrapping_range_errno,
+                 "range [0x%x, +%zu) wraps the address space", start, length);
+  }
+  if (length > dev.max_mr_size) {
+    return Errno(EINVAL, "length %zu exceeds max_mr_size", length);
   }
   return absl::OkStatus();
 }
@@ -427,6 +430,17 @@ class SimSrq : public Srq {
       return Errno(EINVAL, "srq_attr_mask 0x%x has unknown bits", mask);
     }
     uint32_t max_wr = st_->max_wr;
+    // The limit is checked first: libsiw refuses a bad one (EINVAL) before
+    // it finds it cannot resize.
+    if ((mask & kSrqLimit) && !(mask & kSrqMaxWr) &&
+        attr.srq_limit > max_wr) {
+      return Errno(EINVAL, "srq_limit %u exceeds max_wr %u", attr.srq_limit,
+                   max_wr);
+    }
+    if ((mask & kSrqMaxWr) && !fabric_->profile().resizes_srq) {
+      return Errno(EOPNOTSUPP, "profile %s's library does not resize an SRQ",
+                   fabric_->profile().name);
+    }
     if (mask & kSrqMaxWr) {
       const DeviceAttr& dev = fabric_->profile().device;
       if (attr.max_wr == 0 ||
@@ -451,6 +465,18 @@ class SimSrq : public Srq {
   absl::StatusOr<SrqAttr> Query() const override {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "srq %u is destroyed", st_->id);
+    if (!fabric_->profile().queries_srq) {
+      return Errno(EOPNOTSUPP, "profile %s's library does not query an SRQ",
+                   fabric_->profile().name);
+    }
+    return Capacity();
+  }
+  // What the SRQ holds, whatever the profile's library lets a program ask.
+  SrqAttr LockedCapacity() const {
+    Lock lock(*fabric_);
+    return Capacity();
+  }
+  SrqAttr Capacity() const {
     SrqAttr a;
     a.max_wr = st_->max_wr;
     a.max_sge = st_->max_sge;
@@ -1136,6 +1162,13 @@ std::string SimQpDebugString(const Qp* qp) {
 void MarkSimQpCmConnected(Qp* qp) {
   auto* sim_qp = dynamic_cast<SimQp*>(qp);
   if (sim_qp != nullptr) sim_qp->MarkCmConnected();
+}
+
+bool GetSimSrqCapacity(const Srq* srq, SrqAttr* out) {
+  const auto* sim_srq = dynamic_cast<const SimSrq*>(srq);
+  if (sim_srq == nullptr) return false;
+  *out = sim_srq->LockedCapacity();
+  return true;
 }
 
 bool GetSimQpStats(const Qp* qp, SimQpStats* out) {

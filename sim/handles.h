@@ -34,6 +34,10 @@ struct SimQpStats {
 };
 bool GetSimQpStats(const Qp* qp, SimQpStats* out);
 
+// The size of a sim SRQ (max_wr, max_sge, limit) even where the profile's
+// library cannot query one (siw); false for an SRQ of another provider.
+bool GetSimSrqCapacity(const Srq* srq, SrqAttr* out);
+
 // Marks a sim QP as connected through the connection manager (an iWARP
 // profile lets only such QPs enter RTS); a QP of another provider is left.
 void MarkSimQpCmConnected(Qp* qp);

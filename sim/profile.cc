@@ -53,6 +53,7 @@ PortAttr JumboPort() {
 void SiwLimits(SimProfile& p) {
   DeviceAttr& d = p.device;
   d.vendor_id = 0x626d74;  // SIW_VENDOR_ID
+  d.node_type = 4;         // IBV_NODE_RNIC: an iWARP device
   d.page_size_cap = 4096;
   d.max_qp = 1024 * 100;
   d.max_qp_wr = 1024 * 32;
@@ -172,6 +173,10 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.on_demand_errno = EINVAL;
     p.zero_length_mr = false;
     p.supports_rereg = false;
+    p.wrapping_range_errno = EFAULT;
+    p.queries_srq = false;
+    p.refuses_recv_in_reset = false;
+    p.resizes_srq = false;
     p.cq_notify_keeps_next = false;  // siw_verbs.c siw_req_notify_cq
     // siw_qp_tx.c siw_qp_sq_process: a failed SQE completes LOC_QP_OP_ERR;
     // a READ's sink is checked by the receive path (siw_qp_rx.c

@@ -182,6 +182,10 @@ struct SimProfile {
   // solicited-only (IBA C11-31, C11-32; rxe_req_notify_cq); siw takes the
   // last request as it is (siw_verbs.c siw_req_notify_cq).
   bool cq_notify_keeps_next = true;
+  // a receive posted to a QP in RESET is refused (EINVAL; IBA C10-97.2.1,
+  // rxe_post_recv); libsiw writes its receive ring in any state, so on siw
+  // the WR is taken (seen on siw0).
+  bool refuses_recv_in_reset = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).
   bool flushes_recv_posted_in_err = true;
   // a send posted to a QP in ERR is flushed at once (siw: accepted and
@@ -229,6 +233,14 @@ struct SimProfile {
   int on_demand_errno = EOPNOTSUPP;
   // a zero-length MR can be registered (ib_umem_get refuses size 0: EINVAL).
   bool zero_length_mr = true;
+  // ibv_query_srq and resizing an SRQ (ibv_modify_srq with IBV_SRQ_MAX_WR)
+  // are the provider library's to offer: libsiw has neither, and answers
+  // EOPNOTSUPP (rdma-core providers/siw/siw.c; seen on siw0).
+  bool queries_srq = true;
+  bool resizes_srq = true;
+  // errno of a range that wraps the address space: ib_umem_get's overflow
+  // check (EINVAL), or siw, which pins page by page (siw_umem_get: EFAULT).
+  int wrapping_range_errno = EINVAL;
   // Modify-QP attributes whose value is not range-checked (rxe_qp.c
   // rxe_qp_chk_attr checks port, caps, AV, path MTU, max_rd_atomic and
   // timeout only): the value is taken as given.

@@ -549,7 +549,8 @@ absl::Status PostRecv(QpCore& qp, absl::Span<const RecvWr> wrs,
                       size_t* bad_index) {
   if (bad_index != nullptr) *bad_index = 0;
   if (qp.dead) return Errno(EINVAL, "qp %u is destroyed", qp.qpn);
-  if (qp.state == S::kReset) {
+  if (qp.state == S::kReset &&
+      qp.node->fabric->profile().refuses_recv_in_reset) {
     return Errno(EINVAL, "qp %u is in RESET: post_recv needs INIT or later",
                  qp.qpn);
   }

@@ -111,6 +111,9 @@ Expectations Siw() {
   e.has_multicast = false;
   e.has_rereg = false;
   e.hand_connected_qps = false;
+  e.node_type = 4;  // IBV_NODE_RNIC
+  e.wrapping_range_errno = EFAULT;
+  e.refuses_size_max_range = false;
   e.query_reports_qp_attrs = false;
   e.remote_errors_terminate = true;
   e.has_rnr = false;

@@ -169,6 +169,11 @@ struct Expectations {
   bool flushes_send_posted_in_err = true;
   // errno of CreateAh with an sgid_index that has no GID.
   int unused_sgid_errno = EINVAL;
+  // errno of ibv_reg_mr for a range that wraps the address space
+  // (ib_umem_get: EINVAL; siw pins page by page: EFAULT).
+  int wrapping_range_errno = EINVAL;
+  // ... and one of length SIZE_MAX is refused too (siw 6.1 registers it).
+  bool refuses_size_max_range = true;
   // Modify-QP attributes (QpAttrMask bits) whose out-of-range values are
   // accepted as given.
   uint32_t modify_unchecked_attrs = 0;
@@ -179,6 +184,9 @@ struct Expectations {
   // reaches RTS only through rdma_cm, and siw_verbs_modify_qp takes only
   // the state and the access flags.
   bool hand_connected_qps = true;
+  // struct ibv_device's node_type: 1 (CA) for InfiniBand and RoCE, 4 (RNIC)
+  // for an iWARP device.
+  int node_type = 1;
   // ibv_query_qp reports the state, path MTU, PSNs and access flags as set
   // (siw_query_qp: state 0, i.e. RESET, the netdev's MTU, no PSN, fixed
   // access flags).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dropin/verbs/state.h"
+#include "sim/handles.h"
 
 using namespace verbsim;
 
@@ -178,12 +179,13 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   SrqWrap* w = WrapOf<SrqWrap>(srq);
-  absl::StatusOr<SrqAttr> attr = w->impl->Query();
-  if (!attr.ok()) {
+  SrqAttr attr;
+  if (!sim::GetSimSrqCapacity(w->impl.get(), &attr)) {
     if (bad) *bad = wr;
-    return ErrnoFrom(attr.status(), "ibv_post_srq_recv");
+    errno = EINVAL;
+    return EINVAL;
   }
-  WrList<ibv_recv_wr> list = TakeWrs(wr, Bound(attr->max_wr), attr->max_sge);
+  WrList<ibv_recv_wr> list = TakeWrs(wr, Bound(attr.max_wr), attr.max_sge);
   std::vector<RecvWr> wrs = RecvWrs(list);
   size_t bad_index = 0;
   absl::Status st = w->impl->PostRecv(wrs, &bad_index);

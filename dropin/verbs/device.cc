@@ -105,8 +105,16 @@ void Init() {
                   "/sys/class/infiniband_verbs/uverbs%zu", i);
     std::snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
                   "/sys/class/infiniband/%s", name.c_str());
-    d->dev.node_type = IBV_NODE_CA;
-    d->dev.transport_type = IBV_TRANSPORT_IB;
+    // What kind of device the profile is (an iWARP one for siw), as the
+    // kernel tells libibverbs through sysfs.
+    int node_type = IBV_NODE_CA;
+    if (absl::StatusOr<std::unique_ptr<Context>> probe = provider->Open(name);
+        probe.ok()) {
+      node_type = (*probe)->device_attr().node_type;
+    }
+    d->dev.node_type = static_cast<ibv_node_type>(node_type);
+    d->dev.transport_type = node_type == IBV_NODE_RNIC ? IBV_TRANSPORT_IWARP
+                                                       : IBV_TRANSPORT_IB;
     devices->push_back(d);
   }
 }

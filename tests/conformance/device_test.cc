@@ -78,6 +78,13 @@ TEST_P(DeviceTest, OpeningADeviceTwiceGivesIndependentContexts) {
   EXPECT_OK(a->Destroy());
 }
 
+// What kind of device it says it is: a CA (InfiniBand, RoCE) or an RNIC
+// (iWARP), as struct ibv_device's node_type.
+TEST_P(DeviceTest, NodeTypeSaysWhatKindOfDevice) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  EXPECT_EQ(context->device_attr().node_type, expect().node_type);
+}
+
 TEST_P(DeviceTest, AttributesAreSane) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
   const DeviceAttr& a = context->device_attr();

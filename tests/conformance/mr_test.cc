@@ -245,9 +245,18 @@ TEST_P(MrTest, NullAddressWithLengthIsRejected) {
 
 TEST_P(MrTest, WrappingRangeIsRejected) {
   void* near_top = reinterpret_cast<void*>(UINTPTR_MAX - 4095);
-  EXPECT_THAT(pd_->RegMr(near_top, 8192, kAccessLocalWrite), HasErrno(EINVAL));
+  EXPECT_THAT(pd_->RegMr(near_top, 8192, kAccessLocalWrite),
+              HasErrno(expect().wrapping_range_errno));
+}
+
+TEST_P(MrTest, RangeOfSizeMaxIsRejected) {
+  if (!expect().refuses_size_max_range) {
+    GTEST_SKIP() << "siw 6.1 registers it: siw_umem_get has no overflow "
+                    "check (a kernel bug the sim does not model)";
+  }
+  void* near_top = reinterpret_cast<void*>(UINTPTR_MAX - 4095);
   EXPECT_THAT(pd_->RegMr(near_top, SIZE_MAX, kAccessLocalWrite),
-              HasErrno(EINVAL));
+              HasErrno(expect().wrapping_range_errno));
 }
 
 TEST_P(MrTest, LengthOverMaxMrSizeIsRejected) {

@@ -85,12 +85,14 @@ for spec in "$@"; do
       echo "conformance_guest: ${spec} ${name}: exit ${rc} after ${took} s"
     fi
   done
-  # The drop-in's C probes (dropin/tests/*_probe.c) on the device itself:
-  # the answers they expect are rxe's, so they run on rxe devices (iWARP
-  # refuses their hand-driven RC connect). A probe that fails is reported
+  # The drop-in's C probes (dropin/tests/*_probe.c) on the device itself,
+  # with the device's own answers (rxe's or siw's; on iWARP they skip what
+  # needs hand-connected QPs, saying why). A probe that fails is reported
   # like a failed case (probes.log); one that is missing is said so.
-  if [[ "${device}" == rxe* ]]; then
-    gid_index="$(gid_index_of "${device}")"
+  kind="${device%%[0-9]*}"
+  if [[ "${kind}" == rxe || "${kind}" == siw ]]; then
+    gid_index=0
+    [[ "${kind}" == rxe ]] && gid_index="$(gid_index_of "${device}")"
     : >"${dir}/probes.log"
     for probe in verb_checks_probe arg_checks_probe; do
       path="${bin}/dropin/tests/${probe}"
@@ -98,7 +100,10 @@ for spec in "$@"; do
         echo "conformance_guest: ${spec} ${probe}: not built" | tee -a "${dir}/probes.log"
         continue
       fi
-      timeout --kill-after=10 120 "${path}" "${device}" "${gid_index}" \
+      args=("${device}" "${gid_index}")
+      # verb_checks_probe's third argument names its answer set.
+      [[ "${probe}" == verb_checks_probe ]] && args+=("${kind}")
+      timeout --kill-after=10 120 "${path}" "${args[@]}" \
         >>"${dir}/probes.log" 2>&1
       rc=$?
       echo "conformance_guest: ${spec} ${probe}: exit ${rc}" | tee -a "${dir}/probes.log"

@@ -2,9 +2,9 @@
 # Runs the hw provider's tests (//hw:hw_test) and the conformance suite
 # (//tests:conformance_test) against real software RDMA devices, hw:rxe0
 # (Soft-RoCE) and hw:siw0 (soft-iWARP), in one boot of the rdma_guest.sh
-# guest, and on rxe devices the drop-in's C probes
-# (//dropin/tests:verb_checks_probe, :arg_checks_probe), whose answers are
-# rxe's. Builds nothing: build those targets first.
+# guest, and on each device the drop-in's C probes
+# (//dropin/tests:verb_checks_probe, :arg_checks_probe) with that device's
+# answers. Builds nothing: build those targets first.
 #
 #   tools/guest/run_conformance.sh [--bin BAZEL_BIN] RESULTS_DIR
 #
