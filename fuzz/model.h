@@ -131,7 +131,7 @@ struct ProfileRules {
   uint32_t ignored_access_bits = 0;
   bool accepts_zero_based = false;
   int on_demand_errno = EOPNOTSUPP;
-  bool zero_length_mr = true;
+  bool zero_length_mr = false;
 };
 // "ibta" (also for "") or "rxe".
 ProfileRules RulesFor(const std::string& profile);

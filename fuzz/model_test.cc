@@ -31,8 +31,9 @@ TEST(ModelReg, ArgumentRules) {
   // Flag errors before the unsupported feature.
   EXPECT_EQ(err(0x1000, 64, kAccessRemoteWrite | kAccessOnDemand), EINVAL);
   EXPECT_EQ(err(0, 1, kAccessLocalWrite), EINVAL);
-  EXPECT_EQ(err(0, 0, kAccessLocalWrite), 0);
-  EXPECT_EQ(err(UINT64_MAX, 0, 0), 0);
+  // No zero-length region (the ibta profile's strict choice).
+  EXPECT_EQ(err(0, 0, kAccessLocalWrite), EINVAL);
+  EXPECT_EQ(err(UINT64_MAX, 0, 0), EINVAL);
   EXPECT_EQ(err(UINT64_MAX, 1, 0), EINVAL);        // ends at 2^64
   EXPECT_EQ(err(UINT64_MAX - 9, 10, 0), EINVAL);   // ends at 2^64
   EXPECT_EQ(err(UINT64_MAX - 9, 9, 0), 0);

@@ -231,8 +231,10 @@ struct SimProfile {
   // errno of ON_DEMAND on a device without on-demand paging (ib_core's
   // ib_check_mr_access: EINVAL; the sim's own: EOPNOTSUPP);
   int on_demand_errno = EOPNOTSUPP;
-  // a zero-length MR can be registered (ib_umem_get refuses size 0: EINVAL).
-  bool zero_length_mr = true;
+  // a zero-length MR can be registered. Kernel devices refuse one that
+  // touches no page (ib_umem_get: EINVAL); the spec leaves it open, so the
+  // ibta profile refuses every one, the strict choice.
+  bool zero_length_mr = false;
   // ibv_query_srq and resizing an SRQ (ibv_modify_srq with IBV_SRQ_MAX_WR)
   // are the provider library's to offer: libsiw has neither, and answers
   // EOPNOTSUPP (rdma-core providers/siw/siw.c; seen on siw0).

@@ -81,7 +81,6 @@ static const struct {
     {"ibta", "create_ah.sgid_index_empty_entry", EINVAL, NULL},
     {"ibta", "modify_qp.rtr_sgid_index_empty_entry", EINVAL, NULL},
     {"ibta", "post_send.atomic_target_unaligned", 0, NULL},
-    {"ibta", "reg_mr.length_0_page_aligned", 0, NULL},
     {"ibta", "modify_qp.init_pkey_index_past_table", EINVAL, NULL},
     {"ibta", "modify_qp.rtr_max_dest_rd_atomic_past_max", EINVAL, NULL},
 };
