@@ -226,6 +226,13 @@ struct DeviceAttr {
   // struct ibv_device's node_type: 1 (IBV_NODE_CA) for InfiniBand and RoCE,
   // 4 (IBV_NODE_RNIC) for iWARP, whose transport is then IWARP.
   int node_type = 1;
+  // What ibv_query_device reports besides the limits above.
+  uint32_t device_cap_flags = 0;  // enum ibv_device_cap_flags bits
+  uint64_t max_res_rd_atom = 0;
+  int max_mcast_grp = 0;
+  int max_mcast_qp_attach = 0;
+  int max_total_mcast_qp_attach = 0;
+  int local_ca_ack_delay = 0;
 };
 
 // struct ibv_port_attr, the fields verbsim models.
@@ -236,6 +243,9 @@ struct PortAttr {
   int gid_tbl_len = 1;
   int pkey_tbl_len = 1;
   int link_layer = 2;  // IBV_LINK_LAYER_ETHERNET
+  uint32_t port_cap_flags = 0x10000;  // IBV_PORT_CM_SUP
+  uint64_t max_msg_sz = uint64_t{1} << 31;
+  int max_vl_num = 1;
 };
 
 // struct ibv_sge.

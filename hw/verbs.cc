@@ -280,6 +280,12 @@ absl::StatusOr<DeviceAttr> QueryDeviceAttr(ibv_context* ctx) {
   a.max_pkeys = da.max_pkeys;
   a.atomic_cap = static_cast<AtomicCap>(da.atomic_cap);
   a.phys_port_cnt = da.phys_port_cnt;
+  a.device_cap_flags = da.device_cap_flags;
+  a.max_res_rd_atom = static_cast<uint64_t>(da.max_res_rd_atom);
+  a.max_mcast_grp = da.max_mcast_grp;
+  a.max_mcast_qp_attach = da.max_mcast_qp_attach;
+  a.max_total_mcast_qp_attach = da.max_total_mcast_qp_attach;
+  a.local_ca_ack_delay = da.local_ca_ack_delay;
   return a;
 }
 
@@ -696,6 +702,9 @@ absl::StatusOr<PortAttr> HwContext::QueryPort(uint8_t port_num) const {
   p.gid_tbl_len = pa.gid_tbl_len;
   p.pkey_tbl_len = pa.pkey_tbl_len;
   p.link_layer = pa.link_layer;
+  p.port_cap_flags = pa.port_cap_flags;
+  p.max_msg_sz = pa.max_msg_sz;
+  p.max_vl_num = pa.max_vl_num;
   return p;
 }
 

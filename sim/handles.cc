@@ -452,7 +452,7 @@ class SimSrq : public Srq {
         return Errno(EINVAL, "max_wr %u is below the %zu WRs posted",
                      attr.max_wr, st_->wqes.size());
       }
-      max_wr = attr.max_wr;
+      max_wr = RoundQueue(fabric_->profile().queue_rounding, attr.max_wr);
     }
     if ((mask & kSrqLimit) && attr.srq_limit > max_wr) {
       return Errno(EINVAL, "srq_limit %u exceeds max_wr %u", attr.srq_limit,
@@ -835,7 +835,7 @@ class SimPd : public Pd {
     auto srq = std::make_shared<SrqState>();
     srq->pd = st_;
     srq->id = node->next_id++;
-    srq->max_wr = attr.max_wr;
+    srq->max_wr = RoundQueue(fabric_->profile().queue_rounding, attr.max_wr);
     // rxe raises a zero max_sge to its minimum of one.
     srq->max_sge = std::max<uint32_t>(1, attr.max_sge);
     // ibv_create_srq(3): srq_limit is irrelevant here; ibv_modify_srq arms.
@@ -945,7 +945,14 @@ class SimPd : public Pd {
     qp->recv_cq = rcq->state();
     qp->srq = srq;
     if (srq != nullptr) ++srq->qps;
-    qp->cap = c;
+    // What the QP holds and ibv_query_qp reports; ibv_create_qp reports
+    // the work-request counts as asked (the kernels' create paths leave
+    // them), the rest as held.
+    qp->cap = GrantQpCap(fabric_->profile(), c);
+    QpInitAttr reported = init;
+    reported.cap = qp->cap;
+    reported.cap.max_send_wr = c.max_send_wr;
+    reported.cap.max_recv_wr = c.max_recv_wr;
     qp->sq_sig_all = init.sq_sig_all;
     qp->attr.port_num = 1;
     node->qps[qp->qpn] = qp.get();
@@ -954,7 +961,7 @@ class SimPd : public Pd {
     qp->recv_cq->qps.insert(qp.get());
     ++st_->qps;
     return std::unique_ptr<Qp>(
-        new SimQp(fabric_, std::move(qp), this, scq, rcq, init));
+        new SimQp(fabric_, std::move(qp), this, scq, rcq, reported));
   }
 
   absl::StatusOr<std::unique_ptr<Ah>> CreateAh(const AhAttr& attr) override {
@@ -1119,7 +1126,10 @@ class SimContext : public Context {
     cq->context = st_;
     cq->channel = ch;
     cq->id = node->next_id++;
-    cq->cqe = cqe;
+    // What the CQ holds: the profile's rounding of the request
+    // (ibv_create_cq(3): at least cqe entries).
+    cq->cqe = static_cast<int>(
+        RoundQueue(fabric_->profile().queue_rounding, static_cast<uint32_t>(cqe)));
     if (ch != nullptr) ++ch->cqs;
     ++st_->cqs;
     ++node->live_cqs;

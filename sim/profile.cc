@@ -1,5 +1,6 @@
 #include "sim/profile.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_join.h"
@@ -34,6 +35,16 @@ DeviceAttr RxeLikeDevice() {
   d.max_pkeys = 64;
   d.atomic_cap = AtomicCap::kHca;
   d.phys_port_cnt = 1;
+  // rxe_param.h: RXE_MAX_RES_RD_ATOM, the multicast limits and
+  // RXE_LOCAL_CA_ACK_DELAY, as rxe0 reports them.
+  d.max_res_rd_atom = 0x3f000;
+  d.max_mcast_grp = 8192;
+  d.max_mcast_qp_attach = 56;
+  d.max_total_mcast_qp_attach = 0x70000;
+  d.local_ca_ack_delay = 15;
+  // The sim's own: RC_RNR_NAK_GEN, PORT_ACTIVE_EVENT, SRQ_RESIZE, the
+  // memory windows of both types and the local-invalidate extensions.
+  d.device_cap_flags = 0x1023400;
   return d;
 }
 
@@ -53,6 +64,7 @@ PortAttr JumboPort() {
 void SiwLimits(SimProfile& p) {
   DeviceAttr& d = p.device;
   d.vendor_id = 0x626d74;  // SIW_VENDOR_ID
+  d.vendor_part_id = 1;    // siw numbers its devices from 1 as they register
   d.node_type = 4;         // IBV_NODE_RNIC: an iWARP device
   d.page_size_cap = 4096;
   d.max_qp = 1024 * 100;
@@ -74,11 +86,58 @@ void SiwLimits(SimProfile& p) {
   d.max_srq_wr = 1024 * 32 * 10;
   d.max_srq_sge = 6;
   d.atomic_cap = AtomicCap::kNone;
+  // No multicast, partitions or virtual lanes; one capability flag
+  // (siw_query_device: MEM_MGT_EXTENSIONS); reads and atomics per QP times
+  // QPs.
+  d.max_mcast_grp = 0;
+  d.max_mcast_qp_attach = 0;
+  d.max_total_mcast_qp_attach = 0;
+  d.max_pkeys = 0;
+  d.local_ca_ack_delay = 0;
+  d.max_res_rd_atom = uint64_t{1024 * 100} * 128;
+  d.device_cap_flags = 0x200000;
   // iWARP has no partitions: siw_query_port leaves pkey_tbl_len 0.
   p.port.pkey_tbl_len = 0;
+  // siw_query_port: CM_SUP and DEVICE_MGMT_SUP, messages to 4 GiB - 1, no
+  // virtual lanes.
+  p.port.port_cap_flags = 0x90000;
+  p.port.max_msg_sz = 0xffffffffu;
+  p.port.max_vl_num = 0;
+  // Queues of a power of two entries (siw_verbs.c roundup_pow_of_two).
+  p.queue_rounding = QueueRounding::kPowerOfTwo;
 }
 
 }  // namespace
+
+uint32_t RoundQueue(QueueRounding rounding, uint32_t n) {
+  if (n == 0) return 0;
+  uint64_t slots = 1;
+  switch (rounding) {
+    case QueueRounding::kExact:
+      return n;
+    case QueueRounding::kPowerOfTwoMinusOne:
+      while (slots < uint64_t{n} + 1) slots <<= 1;
+      return static_cast<uint32_t>(slots - 1);
+    case QueueRounding::kPowerOfTwo:
+      while (slots < n) slots <<= 1;
+      return static_cast<uint32_t>(std::min<uint64_t>(slots, UINT32_MAX));
+  }
+  return n;
+}
+
+QpCap GrantQpCap(const SimProfile& profile, QpCap asked) {
+  QpCap c = asked;
+  c.max_send_wr = RoundQueue(profile.queue_rounding, asked.max_send_wr);
+  c.max_recv_wr = RoundQueue(profile.queue_rounding, asked.max_recv_wr);
+  if (profile.send_wqe_sizes_sge_and_inline) {
+    constexpr uint32_t kSgeBytes = 16;  // sizeof(struct ib_sge)
+    const uint32_t wqe =
+        std::max(asked.max_send_sge * kSgeBytes, asked.max_inline_data);
+    c.max_send_sge = wqe / kSgeBytes;
+    c.max_inline_data = wqe;
+  }
+  return c;
+}
 
 absl::Status CheckSgidIndex(const SimProfile& profile, int sgid_index) {
   if (sgid_index < 0 || sgid_index >= profile.port.gid_tbl_len) {
@@ -137,6 +196,14 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
     p.unused_sgid_errno = ENODATA;
+    // rxe_param.h RXE_DEVICE_CAP_FLAGS and RXE_MAX_MSG_SIZE, as rxe0
+    // reports them.
+    p.device.device_cap_flags = 0x1223c76;
+    p.port.max_msg_sz = 0x800000;
+    // rxe_queue.c: a ring of 2^k slots holds 2^k - 1 entries; a send WQE
+    // is sized for its SGEs or its inline data (rxe_qp.c rxe_qp_init_req).
+    p.queue_rounding = QueueRounding::kPowerOfTwoMinusOne;
+    p.send_wqe_sizes_sge_and_inline = true;
     // rxe_param.h RXE_PORT_GID_TBL_LEN: 1024 entries, all empty but the
     // node's GID here.
     p.port.gid_tbl_len = 1024;

@@ -15,6 +15,13 @@
 
 namespace verbsim::sim {
 
+// How a device sizes a queue asked for n entries (CQ, send and receive
+// queues, SRQ): exactly n, the fewest the spec allows and so the ibta
+// profile's choice (a program that relies on more is caught); the smallest
+// 2^k - 1 >= n (rxe: a ring of 2^k slots keeps one empty, rxe_queue.c);
+// the smallest 2^k >= n (siw).
+enum class QueueRounding { kExact, kPowerOfTwoMinusOne, kPowerOfTwo };
+
 // The checks ibv_post_send makes on each work request before anything is
 // sent. They belong to the provider library in rdma-core (user space), so
 // they differ by provider more than the wire does: each field is one rule,
@@ -247,9 +254,19 @@ struct SimProfile {
   // rxe_qp_chk_attr checks port, caps, AV, path MTU, max_rd_atomic and
   // timeout only): the value is taken as given.
   uint32_t modify_unchecked_attrs = 0;
+  // What a queue asked for n entries holds and reports (QueueRounding).
+  QueueRounding queue_rounding = QueueRounding::kExact;
+  // A send WQE is sized for max(max_send_sge * 16, max_inline_data) bytes
+  // and both are reported from that size (rxe_qp.c rxe_qp_init_req).
+  bool send_wqe_sizes_sge_and_inline = false;
   // iWARP instead of InfiniBand transport rules (IwarpRules above).
   IwarpRules iwarp;
 };
+
+// The entries a queue asked for `n` holds under `rounding`.
+uint32_t RoundQueue(QueueRounding rounding, uint32_t n);
+// The capacities a QP asked for `asked` holds (and ibv_query_qp reports).
+QpCap GrantQpCap(const SimProfile& profile, QpCap asked);
 
 // An sgid_index of an address vector (ibv_create_ah, the AV of
 // ibv_modify_qp): EINVAL past the port's GID table, the profile's

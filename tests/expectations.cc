@@ -114,6 +114,7 @@ Expectations Siw() {
   e.node_type = 4;  // IBV_NODE_RNIC
   e.wrapping_range_errno = EFAULT;
   e.refuses_size_max_range = false;
+  e.queries_srq = false;
   e.query_reports_qp_attrs = false;
   e.remote_errors_terminate = true;
   e.has_rnr = false;

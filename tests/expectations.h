@@ -173,6 +173,8 @@ struct Expectations {
   // errno of ibv_reg_mr for a range that wraps the address space
   // (ib_umem_get: EINVAL; siw pins page by page: EFAULT).
   int wrapping_range_errno = EINVAL;
+  // ibv_query_srq works (libsiw has none: EOPNOTSUPP).
+  bool queries_srq = true;
   // ... and one of length SIZE_MAX is refused too (siw 6.1 registers it).
   bool refuses_size_max_range = true;
   // Modify-QP attributes (QpAttrMask bits) whose out-of-range values are

@@ -34,6 +34,7 @@ struct Notes {
   std::mutex mu;
   NameList completions;
   NameList errnos;
+  NameList values;
 };
 
 Notes& TheNotes() {
@@ -50,6 +51,7 @@ class RecordObserved : public ::testing::EmptyTestEventListener {
     std::lock_guard<std::mutex> lock(notes.mu);
     notes.completions.Clear();
     notes.errnos.Clear();
+    notes.values.Clear();
   }
   void OnTestEnd(const ::testing::TestInfo&) override {
     Notes& notes = TheNotes();
@@ -60,6 +62,9 @@ class RecordObserved : public ::testing::EmptyTestEventListener {
     }
     if (!notes.errnos.empty()) {
       ::testing::Test::RecordProperty("errnos", notes.errnos.Joined());
+    }
+    if (!notes.values.empty()) {
+      ::testing::Test::RecordProperty("values", notes.values.Joined());
     }
   }
 };
@@ -81,6 +86,12 @@ void NoteErrno(int err) {
   Notes& notes = TheNotes();
   std::lock_guard<std::mutex> lock(notes.mu);
   notes.errnos.Add(err == 0 ? std::string("OK") : std::string(ErrnoName(err)));
+}
+
+void NoteValue(const std::string& name, long long value) {
+  Notes& notes = TheNotes();
+  std::lock_guard<std::mutex> lock(notes.mu);
+  notes.values.Add(name + "=" + std::to_string(value));
 }
 
 }  // namespace testing

@@ -5,11 +5,14 @@
 // (<property name=... value=.../> inside its <testcase>):
 //   completions="REM_ACCESS_ERR WR_FLUSH_ERR"   (distinct, in first-seen order)
 //   errnos="EINVAL"
+//   values="cqe=127"   (name=value figures a device reports, NoteValue)
 // tools/fidelity/fidelity.py reads them to show, per case and provider,
 // what the provider did, and to find cases where a sim profile and the
 // device it models disagree.
 #ifndef VERBSIM_TESTS_OBSERVED_H_
 #define VERBSIM_TESTS_OBSERVED_H_
+
+#include <string>
 
 #include "core/types.h"
 
@@ -18,6 +21,9 @@ namespace testing {
 
 void NoteCompletionStatus(WcStatus status);
 void NoteErrno(int err);
+// A figure the device reported (an attribute, a granted capacity), compared
+// between a sim profile and its device like the statuses are.
+void NoteValue(const std::string& name, long long value);
 
 }  // namespace testing
 }  // namespace verbsim

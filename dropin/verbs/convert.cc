@@ -20,11 +20,7 @@ void FillDeviceAttr(const DeviceAttr& in, const ibv_device& dev, int index,
   out->vendor_part_id = in.vendor_part_id;
   out->max_qp = in.max_qp;
   out->max_qp_wr = in.max_qp_wr;
-  out->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
-  if (in.max_srq > 0) out->device_cap_flags |= IBV_DEVICE_SRQ_RESIZE;
-  if (in.max_mw > 0) {
-    out->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
-  }
+  out->device_cap_flags = in.device_cap_flags;
   out->max_sge = in.max_sge;
   out->max_sge_rd = in.max_sge_rd;
   out->max_cq = in.max_cq;
@@ -33,7 +29,11 @@ void FillDeviceAttr(const DeviceAttr& in, const ibv_device& dev, int index,
   out->max_pd = in.max_pd;
   out->max_qp_rd_atom = in.max_qp_rd_atom;
   out->max_qp_init_rd_atom = in.max_qp_init_rd_atom;
-  out->max_res_rd_atom = in.max_qp * in.max_qp_rd_atom;
+  out->max_res_rd_atom = static_cast<int>(in.max_res_rd_atom);
+  out->max_mcast_grp = in.max_mcast_grp;
+  out->max_mcast_qp_attach = in.max_mcast_qp_attach;
+  out->max_total_mcast_qp_attach = in.max_total_mcast_qp_attach;
+  out->local_ca_ack_delay = static_cast<uint8_t>(in.local_ca_ack_delay);
   out->atomic_cap = static_cast<ibv_atomic_cap>(in.atomic_cap);
   out->max_mw = in.max_mw;
   out->max_ah = in.max_ah;
@@ -53,12 +53,12 @@ void FillPortAttr(const PortAttr& in, ibv_port_attr* out) {
   out->gid_tbl_len = in.gid_tbl_len;
   out->pkey_tbl_len = static_cast<uint16_t>(in.pkey_tbl_len);
   out->link_layer = static_cast<uint8_t>(in.link_layer);
-  out->max_msg_sz = 1u << 31;
-  out->port_cap_flags = IBV_PORT_CM_SUP;
+  out->max_msg_sz = static_cast<uint32_t>(in.max_msg_sz);
+  out->port_cap_flags = in.port_cap_flags;
   out->active_width = 2;  // 4X
   out->active_speed = 32; // EDR (25 Gb/s per lane)
   out->phys_state = in.state == IBV_PORT_ACTIVE ? 5 /* LinkUp */ : 3;
-  out->max_vl_num = 1;
+  out->max_vl_num = static_cast<uint8_t>(in.max_vl_num);
 }
 
 AhAttr ToAhAttr(const ibv_ah_attr& in) {

@@ -118,7 +118,7 @@ bool RefuseList(In* wr, In** bad) {
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   if (RefuseList(wr, bad)) return EINVAL;
   QpWrap* q = WrapOf<QpWrap>(qp);
-  const QpCap cap = q->impl->init_attr().cap;
+  const QpCap& cap = q->held;
   WrList<ibv_send_wr> list =
       TakeWrs(wr, Bound(cap.max_send_wr), cap.max_send_sge);
   std::vector<SendWr> wrs;
@@ -168,7 +168,7 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   if (RefuseList(wr, bad)) return EINVAL;
   QpWrap* q = WrapOf<QpWrap>(qp);
-  const QpCap cap = q->impl->init_attr().cap;
+  const QpCap& cap = q->held;
   WrList<ibv_recv_wr> list =
       TakeWrs(wr, Bound(cap.max_recv_wr), cap.max_recv_sge);
   std::vector<RecvWr> wrs = RecvWrs(list);

@@ -88,6 +88,8 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
   pthread_cond_init(&q.cond, nullptr);
   // ibv_create_qp(3): the caps the QP got are returned in the init attr.
   FromCap(w->impl->init_attr().cap, &in->cap);
+  absl::StatusOr<QpAttr> held = w->impl->Query();
+  w->held = held.ok() ? held->cap : w->impl->init_attr().cap;
   Ctx* ctx = CtxOf(pd->context);
   std::lock_guard<std::mutex> lock(ctx->mu);
   ctx->qps.push_back(w);
@@ -388,7 +390,7 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* out, int mask,
     init->send_cq = qp->send_cq;
     init->recv_cq = qp->recv_cq;
     init->srq = qp->srq;
-    FromCap(w->impl->init_attr().cap, &init->cap);
+    FromCap(a->cap, &init->cap);  // the kernel answers both from one cap
     init->qp_type = qp->qp_type;
     init->sq_sig_all = w->impl->init_attr().sq_sig_all;
   }

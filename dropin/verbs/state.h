@@ -118,6 +118,9 @@ struct QpWrap {
     ibv_qp_ex qpx;
   };
   std::unique_ptr<Qp> impl;
+  // What the QP's queues hold (ibv_query_qp's cap), which bounds the walk
+  // of a posted list; a device may hold more than ibv_create_qp reported.
+  QpCap held;
   bool extended = false;  // made with send_ops_flags: ibv_qp_to_qp_ex works
   // The work requests between wr_start and wr_complete (ibv_wr_post(3)),
   // with their SGE arrays and inline data kept alive until they are posted.

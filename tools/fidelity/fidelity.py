@@ -49,14 +49,16 @@ class InputError(Exception):
 
 
 Observation = collections.namedtuple(
-    "Observation", "outcome completions errnos message")
+    "Observation", "outcome completions errnos message values",
+    defaults=((),))
 
 
 def comparable(obs):
     """What must match between a profile and its device."""
     if obs.outcome == "skipped":
         return ("skipped",)
-    return (obs.outcome, frozenset(obs.completions), frozenset(obs.errnos))
+    return (obs.outcome, frozenset(obs.completions), frozenset(obs.errnos),
+            frozenset(obs.values))
 
 
 def parse_xml(path, param_names):
@@ -110,7 +112,8 @@ def parse_xml(path, param_names):
             outcome,
             tuple(props.get("completions", "").split()),
             tuple(props.get("errnos", "").split()),
-            message)
+            message,
+            tuple(props.get("values", "").split()))
     return out
 
 
@@ -163,7 +166,7 @@ def read_environment(results):
 def cell(obs, skip_ids):
     if obs is None:
         return "—"
-    seen = " ".join(obs.completions + obs.errnos)
+    seen = " ".join(obs.completions + obs.errnos + obs.values)
     if obs.outcome == "skipped":
         return f"skip [{skip_ids[obs.message]}]"
     mark = "pass" if obs.outcome == "passed" else "**FAIL**"
@@ -262,7 +265,8 @@ def main(argv):
     w("- Columns: `sim` is the sim's `ibta` profile (the spec); `sim:rxe` and `sim:siw` are the")
     w("  sim's profiles of the kernel drivers; `hw:rxe0` and `hw:siw0` are the drivers themselves.")
     w("- A cell is the case's outcome and what it saw: the distinct completion statuses and the")
-    w("  errnos its checks looked at, in first-seen order (tests/observed.h). `skip [n]`: skipped")
+    w("  errnos its checks looked at, in first-seen order, and the figures it noted as")
+    w("  `name=value` (device attributes, granted capacities; tests/observed.h). `skip [n]`: skipped")
     w("  for reason n (listed below); `—`: not run (reason below).")
     w("- Source: where rxe or siw differ from the spec, the driver or library file the")
     w("  difference comes from (tools/fidelity/sources.tsv; reasons in")
@@ -365,7 +369,7 @@ def describe(obs):
     if obs is None:
         return "not run"
     s = obs.outcome
-    seen = " ".join(obs.completions + obs.errnos)
+    seen = " ".join(obs.completions + obs.errnos + obs.values)
     if seen:
         s += f" [{seen}]"
     if obs.message:

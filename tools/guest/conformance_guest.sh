@@ -18,6 +18,7 @@
 set -u
 bin="$1"
 shift
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 per_binary_timeout="${VERBSIM_GUEST_TEST_TIMEOUT:-600}"
 status=0
 
@@ -108,6 +109,23 @@ for spec in "$@"; do
       rc=$?
       echo "conformance_guest: ${spec} ${probe}: exit ${rc}" | tee -a "${dir}/probes.log"
     done
+    # What the device says about itself, against what the sim's profile of
+    # it says (dropin/tests/attrs/<kind>.txt, held to the profile by
+    # //dropin/tests:attrs_probe_test).
+    path="${bin}/dropin/tests/attrs_probe"
+    expected="${repo}/dropin/tests/attrs/${kind}.txt"
+    if [[ -x "${path}" && -f "${expected}" ]]; then
+      timeout --kill-after=10 60 "${path}" "${device}" >"${dir}/attrs.txt" 2>&1
+      if diff -u "${expected}" "${dir}/attrs.txt" >"${dir}/attrs.diff"; then
+        rc=0
+      else
+        rc=1
+      fi
+    else
+      echo "attrs_probe or ${expected} missing" >"${dir}/attrs.diff"
+      rc=2
+    fi
+    echo "conformance_guest: ${spec} attrs_probe: exit ${rc}" | tee -a "${dir}/probes.log"
   fi
 done
 exit "${status}"
