@@ -324,11 +324,16 @@ class SequenceHarness {
     q.rcq = rcq;
     q.h = *std::move(qp);
     q.qpn = q.h->qp_num();
-    q.caps.max_send_wr = init.cap.max_send_wr;
-    q.caps.max_recv_wr = init.cap.max_recv_wr;
-    q.caps.max_send_sge = init.cap.max_send_sge;
-    q.caps.max_recv_sge = init.cap.max_recv_sge;
-    q.caps.max_inline_data = init.cap.max_inline_data;
+    // What the queues hold, as ibv_query_qp says: a profile may grant more
+    // than was asked (rxe rounds the queues and sizes SGEs and inline data
+    // from one WQE size).
+    QpCap held = init.cap;
+    if (absl::StatusOr<QpAttr> a = q.h->Query(); a.ok()) held = a->cap;
+    q.caps.max_send_wr = held.max_send_wr;
+    q.caps.max_recv_wr = held.max_recv_wr;
+    q.caps.max_send_sge = held.max_send_sge;
+    q.caps.max_recv_sge = held.max_recv_sge;
+    q.caps.max_inline_data = held.max_inline_data;
     q.sq_sig_all = init.sq_sig_all;
     // Transport attributes for its connections.
     static const uint8_t kTimeouts[] = {1, 4, 8, 12, 14, 0};
