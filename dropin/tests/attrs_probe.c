@@ -7,7 +7,8 @@
  *
  *   attrs_probe [DEVICE]     (default: the first device)
  *
- * Fields that depend on the host rather than the device kind (GUIDs, the
+ * ibv_query_device_ex's extension is printed field by field too. Fields
+ * that depend on the host rather than the device kind (GUIDs, the
  * firmware string, the netdev's MTU and link speed) are printed by shape:
  * "set" or "0". */
 #include <errno.h>
@@ -70,6 +71,39 @@ static void device(struct ibv_context *ctx, struct ibv_device_attr *d) {
   put("device.max_pkeys", d->max_pkeys);
   put("device.local_ca_ack_delay", d->local_ca_ack_delay);
   put("device.phys_port_cnt", d->phys_port_cnt);
+}
+
+/* The extension of ibv_query_device_ex, a field (or a field's first
+ * member) per line. */
+static void device_ex(struct ibv_context *ctx) {
+  struct ibv_device_attr_ex x;
+  memset(&x, 0, sizeof(x));
+  int rc = ibv_query_device_ex(ctx, NULL, &x);
+  put("device_ex.rc", rc);
+  if (rc) return;
+  put("device_ex.comp_mask", x.comp_mask);
+  put("device_ex.odp_caps.general_caps", (long long)x.odp_caps.general_caps);
+  put("device_ex.odp_caps.rc", x.odp_caps.per_transport_caps.rc_odp_caps);
+  put("device_ex.odp_caps.uc", x.odp_caps.per_transport_caps.uc_odp_caps);
+  put("device_ex.odp_caps.ud", x.odp_caps.per_transport_caps.ud_odp_caps);
+  put("device_ex.completion_timestamp_mask",
+      (long long)x.completion_timestamp_mask);
+  put("device_ex.hca_core_clock", (long long)x.hca_core_clock);
+  printf("device_ex.device_cap_flags_ex 0x%llx\n",
+         (unsigned long long)x.device_cap_flags_ex);
+  put("device_ex.tso_caps.max_tso", x.tso_caps.max_tso);
+  put("device_ex.rss_caps.max_rwq_indirection_tables",
+      x.rss_caps.max_rwq_indirection_tables);
+  put("device_ex.max_wq_type_rq", x.max_wq_type_rq);
+  put("device_ex.packet_pacing_caps.qp_rate_limit_max",
+      x.packet_pacing_caps.qp_rate_limit_max);
+  put("device_ex.raw_packet_caps", x.raw_packet_caps);
+  put("device_ex.tm_caps.max_num_tags", x.tm_caps.max_num_tags);
+  put("device_ex.cq_mod_caps.max_cq_count", x.cq_mod_caps.max_cq_count);
+  put("device_ex.max_dm_size", (long long)x.max_dm_size);
+  put("device_ex.pci_atomic_caps.fetch_add", x.pci_atomic_caps.fetch_add);
+  put("device_ex.xrc_odp_caps", x.xrc_odp_caps);
+  put("device_ex.phys_port_cnt_ex", x.phys_port_cnt_ex);
 }
 
 static void port(struct ibv_context *ctx) {
@@ -179,6 +213,7 @@ int main(int argc, char **argv) {
   struct ibv_context *ctx = probe_open(argc > 1 ? argv[1] : NULL);
   struct ibv_device_attr d;
   device(ctx, &d);
+  device_ex(ctx);
   port(ctx);
   cqs(ctx, &d);
   struct ibv_pd *pd = ibv_alloc_pd(ctx);

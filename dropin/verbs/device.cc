@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -162,6 +163,17 @@ int QueryDeviceExOp(ibv_context* context,
   Ctx* ctx = CtxOf(context);
   FillDeviceAttr(ctx->impl->device_attr(), *context->device,
                  WrapOf<Device>(context->device)->index, &attr->orig_attr);
+  // The extension, as far as the caller's struct reaches: the kernel
+  // repeats the capability flags (64 bits wide here) and the port count;
+  // the sim offers none of the optional features the rest describes.
+  if (attr_size >= offsetof(ibv_device_attr_ex, device_cap_flags_ex) +
+                   sizeof(attr->device_cap_flags_ex)) {
+    attr->device_cap_flags_ex = attr->orig_attr.device_cap_flags;
+  }
+  if (attr_size >= offsetof(ibv_device_attr_ex, phys_port_cnt_ex) +
+                   sizeof(attr->phys_port_cnt_ex)) {
+    attr->phys_port_cnt_ex = attr->orig_attr.phys_port_cnt;
+  }
   return 0;
 }
 
