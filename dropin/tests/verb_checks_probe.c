@@ -590,6 +590,39 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
   ibv_dereg_mr(mr);
 }
 
+/* A destroy whose object's handle field names no object: ENOENT, as the
+ * kernel answers a handle it cannot find, and the object is unchanged (it
+ * is destroyed normally once its handle is put back). */
+#define EXPECT_BAD_HANDLE(id, obj, destroy_call)                            \
+  do {                                                                      \
+    uint32_t saved_ = (obj)->handle;                                        \
+    (obj)->handle = 0xdead0000u;                                            \
+    EXPECT_RC(id, ENOENT, destroy_call);                                    \
+    (obj)->handle = saved_;                                                 \
+  } while (0)
+
+static void handles(struct ibv_pd *pd0) {
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+  static char buf[4096];
+  struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+  struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+  if (!pd || !cq || !mr || !srq) probe_die("set-up");
+  struct ibv_qp *qp = make_qp(pd, cq, IBV_QPT_RC, NULL);
+  EXPECT_BAD_HANDLE("destroy_qp.unknown_handle", qp, ibv_destroy_qp(qp));
+  EXPECT_BAD_HANDLE("destroy_srq.unknown_handle", srq, ibv_destroy_srq(srq));
+  EXPECT_BAD_HANDLE("dereg_mr.unknown_handle", mr, ibv_dereg_mr(mr));
+  EXPECT_BAD_HANDLE("destroy_cq.unknown_handle", cq, ibv_destroy_cq(cq));
+  EXPECT_BAD_HANDLE("dealloc_pd.unknown_handle", pd, ibv_dealloc_pd(pd));
+  EXPECT_RC("destroy_qp.after_a_bad_handle", 0, ibv_destroy_qp(qp));
+  EXPECT_RC("destroy_srq.after_a_bad_handle", 0, ibv_destroy_srq(srq));
+  EXPECT_RC("dereg_mr.after_a_bad_handle", 0, ibv_dereg_mr(mr));
+  EXPECT_RC("destroy_cq.after_a_bad_handle", 0, ibv_destroy_cq(cq));
+  EXPECT_RC("dealloc_pd.after_a_bad_handle", 0, ibv_dealloc_pd(pd));
+  (void)pd0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   ctx = probe_open(argc > 1 ? argv[1] : NULL);
@@ -625,6 +658,7 @@ int main(int argc, char **argv) {
   else
     multicast(pd, cq);
   posts(pd, cq, buf, sizeof(buf));
+  handles(pd);
 
   ibv_destroy_cq(cq);
   EXPECT_RC("dealloc_pd.empty", 0, ibv_dealloc_pd(pd));

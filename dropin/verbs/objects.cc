@@ -80,7 +80,7 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
   q.send_cq = in->send_cq;
   q.recv_cq = in->recv_cq;
   q.srq = in->srq;
-  q.handle = w->impl->qp_num();
+  q.handle = RegisterObject(&q, ObjectKind::kQp);
   q.qp_num = w->impl->qp_num();
   q.state = IBV_QPS_RESET;
   q.qp_type = in->qp_type;
@@ -150,14 +150,16 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
   auto* w = new PdWrap{};
   w->impl = *std::move(pd);
   w->pd.context = context;
-  w->pd.handle = 0;
+  w->pd.handle = RegisterObject(&w->pd, ObjectKind::kPd);
   return &w->pd;
 }
 
 int ibv_dealloc_pd(ibv_pd* pd) {
+  if (int err = ResolveObject(pd, ObjectKind::kPd, &pd->handle)) return err;
   auto* w = WrapOf<PdWrap>(pd);
   absl::Status s = w->impl->Destroy();
   if (!s.ok()) return ErrnoFrom(s, "ibv_dealloc_pd");
+  UnregisterObject(pd);
   delete w;
   return 0;
 }
@@ -185,7 +187,7 @@ ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   w->mr.length = w->impl->length();
   w->mr.lkey = w->impl->lkey();
   w->mr.rkey = w->impl->rkey();
-  w->mr.handle = w->impl->lkey();
+  w->mr.handle = RegisterObject(&w->mr, ObjectKind::kMr);
   return &w->mr;
 }
 
@@ -206,9 +208,11 @@ ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
+  if (int err = ResolveObject(mr, ObjectKind::kMr, &mr->handle)) return err;
   auto* w = WrapOf<MrWrap>(mr);
   absl::Status s = w->impl->Destroy();
   if (!s.ok()) return ErrnoFrom(s, "ibv_dereg_mr");
+  UnregisterObject(mr);
   delete w;
   return 0;
 }
@@ -287,6 +291,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
   w->cq.channel = channel;
   w->cq.cq_context = cq_context;
   w->cq.cqe = w->impl->cqe();
+  w->cq.handle = RegisterObject(&w->cq, ObjectKind::kCq);
   pthread_mutex_init(&w->cq.mutex, nullptr);
   pthread_cond_init(&w->cq.cond, nullptr);
   std::lock_guard<std::mutex> lock(ctx->mu);
@@ -295,6 +300,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
+  if (int err = ResolveObject(cq, ObjectKind::kCq, &cq->handle)) return err;
   auto* w = WrapOf<CqWrap>(cq);
   Ctx* ctx = CtxOf(cq->context);
   absl::Status s = w->impl->Destroy();
@@ -306,6 +312,7 @@ int ibv_destroy_cq(ibv_cq* cq) {
     auto& ev = w->channel->events;
     ev.erase(std::remove(ev.begin(), ev.end(), w->impl.get()), ev.end());
   }
+  UnregisterObject(cq);
   delete w;
   return 0;
 }
@@ -321,11 +328,13 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
+  if (int err = ResolveObject(qp, ObjectKind::kQp, &qp->handle)) return err;
   auto* w = WrapOf<QpWrap>(qp);
   Ctx* ctx = CtxOf(qp->context);
   absl::Status s = w->impl->Destroy();
   if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_qp");
   Erase(ctx->mu, ctx->qps, w);
+  UnregisterObject(qp);
   delete w;
   return 0;
 }
@@ -409,13 +418,16 @@ ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   w->impl = *std::move(ah);
   w->ah.context = pd->context;
   w->ah.pd = pd;
+  w->ah.handle = RegisterObject(&w->ah, ObjectKind::kAh);
   return &w->ah;
 }
 
 int ibv_destroy_ah(ibv_ah* ah) {
+  if (int err = ResolveObject(ah, ObjectKind::kAh, &ah->handle)) return err;
   auto* w = WrapOf<AhWrap>(ah);
   absl::Status s = w->impl->Destroy();
   if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_ah");
+  UnregisterObject(ah);
   delete w;
   return 0;
 }
@@ -436,7 +448,7 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
   w->srq.context = pd->context;
   w->srq.srq_context = in->srq_context;
   w->srq.pd = pd;
-  w->srq.handle = w->impl->srq_id();
+  w->srq.handle = RegisterObject(&w->srq, ObjectKind::kSrq);
   pthread_mutex_init(&w->srq.mutex, nullptr);
   pthread_cond_init(&w->srq.cond, nullptr);
   Ctx* ctx = CtxOf(pd->context);
@@ -464,11 +476,13 @@ int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* out) {
 }
 
 int ibv_destroy_srq(ibv_srq* srq) {
+  if (int err = ResolveObject(srq, ObjectKind::kSrq, &srq->handle)) return err;
   auto* w = WrapOf<SrqWrap>(srq);
   Ctx* ctx = CtxOf(srq->context);
   absl::Status s = w->impl->Destroy();
   if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_srq");
   Erase(ctx->mu, ctx->srqs, w);
+  UnregisterObject(srq);
   delete w;
   return 0;
 }

@@ -39,6 +39,16 @@ int Unsupported(const char* function);
 // stderr when VERBSIM_DEBUG is set.
 int ErrnoFrom(const absl::Status& status, const char* function);
 
+// The object table (handles.cc): every PD, MR, CQ, QP, SRQ and AH gets a
+// handle when it is made (stored in its struct's `handle`) and leaves the
+// table when it is destroyed. ResolveObject is 0 for a live object of that
+// kind whose handle field still names it, else ENOENT (errno set too).
+enum class ObjectKind { kPd, kMr, kCq, kQp, kSrq, kAh };
+uint32_t RegisterObject(const void* object, ObjectKind kind);
+void UnregisterObject(const void* object);
+int ResolveObject(const void* object, ObjectKind kind,
+                  const uint32_t* handle_field);
+
 // 0, or EFAULT when [addr, addr + length) is not all mapped (and writable,
 // when `writable`) in this process: what pinning the pages refuses
 // (pin.cc).
