@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -279,6 +280,13 @@ struct MwBind {
   uint64_t wr_id = 0;
   uint32_t send_flags = 0;
   MwBindInfo bind_info;
+  // The window's rkey as the caller names it (ibv_mw::rkey under the
+  // libibverbs ABI); unset: Mw::rkey(). The bind gives the window the next
+  // key after it, and fails (MW_BIND_ERR) when it is not the window's rkey
+  // as the bind executes, as after an earlier bind that failed: the verb
+  // moves the key on at once, the window keeps its old one (ibv_bind_mw(3);
+  // rdma-core's rxe and the kernel's rxe_bind_mw).
+  std::optional<uint32_t> current_rkey;
 };
 
 // ibv_inc_rkey(3): the next rkey of a memory window; only the low 8 bits
@@ -328,6 +336,13 @@ struct SendWr {
     Mw* mw = nullptr;
     uint32_t rkey = 0;
     MwBindInfo bind_info;
+    // The window's rkey as the poster names it, where it names one: the
+    // libibverbs ABI carries ibv_mw::rkey, which ibv_post_send(3) leaves to
+    // the application to update after each bind. A bind whose named rkey is
+    // not the window's when it executes fails (MW_BIND_ERR), as rdma-core's
+    // rxe and the kernel's rxe_bind_mw answer. Unset: the window is named by
+    // its object alone (Mw::rkey() is always current).
+    std::optional<uint32_t> current_rkey;
   } bind_mw;
 };
 

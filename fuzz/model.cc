@@ -433,6 +433,10 @@ BindOutcome KeyModel::PredictBind(const BindCall& c,
   // --- As it executes: MW_BIND_ERR ---
   const WcStatus refused = WcStatus::kMwBindErr;
   out.status = refused;
+  // ibv_bind_mw names the window by the key the verb last gave it, which
+  // a bind that then failed moved on while the window kept its own: such a
+  // bind fails (the kernel's rxe_bind_mw; core/types.h MwBind).
+  if (c.verb && mw.handle_rkey != mw.rkey) return out;
   // C10-72 for the window (rxe checks it for type 2 only).
   if (mw.pd != c.qp_pd &&
       (rules.bind_checks_pd || mw.type == MwType::kType2)) {

@@ -348,7 +348,13 @@ TEST(ModelMw, BindRules) {
   const int t = v.Alloc(MwType::kType1, 0, 0x80000500);
   EXPECT_EQ(v.Do(v.Bind(t, ro, 0x50000, 8, kAccessRemoteWrite), ibta),
             kBindErr);
-  EXPECT_EQ(v.Do(v.Bind(t, ro, 0x50000, 8, kAccessRemoteRead), ibta), kOk);
+  // The refused bind moved the handle's key on while the window kept its
+  // own, so a bind naming it is refused too; a fresh window binds.
+  EXPECT_EQ(v.Do(v.Bind(t, ro, 0x50000, 8, kAccessRemoteRead), ibta),
+            kBindErr);
+  const int fresh = v.Alloc(MwType::kType1, 0, 0x80000600);
+  EXPECT_EQ(v.Do(v.Bind(fresh, ro, 0x50000, 8, kAccessRemoteRead), ibta),
+            kOk);
   // C10-72: a window of another PD, bound through a QP of PD 0 (its
   // region is in PD 1 too): refused unless the profile skips it (rxe).
   EXPECT_EQ(w.keys.PredictBind(w.Bind(t1o, w.other, 0x30000, 8), ibta).status,

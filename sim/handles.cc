@@ -610,7 +610,9 @@ class SimQp : public Qp {
     wr.opcode = WrOpcode::kBindMw;
     wr.send_flags = bind.send_flags;
     wr.bind_mw.mw = mw;
-    wr.bind_mw.rkey = IncRkey(m.posted_rkey);
+    const uint32_t named = bind.current_rkey.value_or(m.posted_rkey);
+    wr.bind_mw.rkey = IncRkey(named);
+    wr.bind_mw.current_rkey = named;
     wr.bind_mw.bind_info = b;
     std::vector<ResolvedWr> resolved;
     if (absl::Status s = Resolve(wr, &resolved, 1); !s.ok()) return s;
@@ -1037,6 +1039,7 @@ class SimContext : public Context {
                list.end());
     list.push_back(st_);
   }
+  const SimProfile& profile() const { return fabric_->profile(); }
   ~SimContext() override {
     Lock lock(*fabric_);
     st_->dead = true;
@@ -1172,6 +1175,11 @@ std::string SimQpDebugString(const Qp* qp) {
 void MarkSimQpCmConnected(Qp* qp) {
   auto* sim_qp = dynamic_cast<SimQp*>(qp);
   if (sim_qp != nullptr) sim_qp->MarkCmConnected();
+}
+
+const SimProfile* GetSimProfile(const Context* context) {
+  const auto* sim_context = dynamic_cast<const SimContext*>(context);
+  return sim_context == nullptr ? nullptr : &sim_context->profile();
 }
 
 bool GetSimSrqCapacity(const Srq* srq, SrqAttr* out) {

@@ -38,6 +38,10 @@ bool GetSimQpStats(const Qp* qp, SimQpStats* out);
 // library cannot query one (siw); false for an SRQ of another provider.
 bool GetSimSrqCapacity(const Srq* srq, SrqAttr* out);
 
+// The profile a sim context follows; null for a context of another
+// provider.
+const SimProfile* GetSimProfile(const Context* context);
+
 // Marks a sim QP as connected through the connection manager (an iWARP
 // profile lets only such QPs enter RTS); a QP of another provider is left.
 void MarkSimQpCmConnected(Qp* qp);

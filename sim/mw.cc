@@ -29,6 +29,11 @@ WcStatus ExecuteBind(QpCore& qp, SendWqe& w) {
   constexpr WcStatus kRefused = WcStatus::kMwBindErr;
   MwState& mw = *w.mw;
   if (mw.dead) return kRefused;
+  // A bind that names the window by a stale rkey (kernel rxe_bind_mw:
+  // mw->rkey != mw_rkey).
+  if (w.bind_named_rkey.has_value() && *w.bind_named_rkey != mw.rkey) {
+    return kRefused;
+  }
   // C10-72: the QP, the window and the region share one PD (rxe 6.1 checks
   // the window's PD for type 2 only and never the region's).
   const bool checks_pd = qp.node->fabric->profile().bind_checks_pd;

@@ -182,6 +182,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.honours_controlled_qkey = false;
     // No rereg_user_mr before 6.5.
     p.supports_rereg = false;
+    // rdma-core 44 providers/rxe/rxe.c: rxe_post_recv, rxe_post_srq_recv
+    // and rxe_poll_cq work on the rings alone.
+    p.recv_and_poll_check_handle = false;
     // rxe_mr.c rxe_dereg_mr: EINVAL while windows are bound.
     p.dereg_bound_mr_errno = EINVAL;
     // rxe_mw.c rxe_check_bind_mw (6.1) and rxe_invalidate_mw.
@@ -241,6 +244,11 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.zero_length_mr = false;
     p.supports_rereg = false;
     p.wrapping_range_errno = EFAULT;
+    // rdma-core 44 providers/siw/siw.c: no resize_cq; the receive posts,
+    // the poll and the notify work on the mapped rings alone.
+    p.resizes_cq = false;
+    p.recv_and_poll_check_handle = false;
+    p.notify_checks_handle = false;
     p.queries_srq = false;
     p.refuses_recv_in_reset = false;
     p.resizes_srq = false;

@@ -154,6 +154,15 @@ struct SimProfile {
   WcStatus uc_recv_too_small_status = WcStatus::kLocLenErr;
   // ibv_rereg_mr is supported (rxe before 6.5 and siw: EOPNOTSUPP).
   bool supports_rereg = true;
+  // ibv_resize_cq is supported (siw: EOPNOTSUPP, libsiw has no resize).
+  bool resizes_cq = true;
+  // Whether a verb passes the object's handle to the kernel, where a handle
+  // that names nothing is ENOENT (docs/drop-in-handles.md). rxe and siw run
+  // the receive posts and the CQ poll in user space and never pass it, so a
+  // garbled handle goes unnoticed there; siw runs the CQ notify in user
+  // space too. The ibta profile checks every one.
+  bool recv_and_poll_check_handle = true;
+  bool notify_checks_handle = true;
   // errno of ibv_dereg_mr while windows are bound to the region.
   int dereg_bound_mr_errno = EBUSY;
   // A bind checks that the QP, window and region share the PD (C10-72);

@@ -489,6 +489,7 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
     w.bind_addr = wr.bind_mw.bind_info.addr;
     w.bind_length = wr.bind_mw.bind_info.length;
     w.bind_access = wr.bind_mw.bind_info.mw_access_flags;
+    w.bind_named_rkey = wr.bind_mw.current_rkey;
     w.bind_verb = r.bind_verb;
   }
   return w;

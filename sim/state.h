@@ -136,6 +136,7 @@ struct SendWqe {
   uint64_t bind_addr = 0;
   uint64_t bind_length = 0;
   uint32_t bind_access = 0;
+  std::optional<uint32_t> bind_named_rkey;  // SendWr::bind_mw.current_rkey
   bool bind_verb = false;
 
   enum class Phase { kPosted, kInFlight, kDone };

@@ -14,7 +14,26 @@ using namespace verbsim;
 
 namespace verbsim::dropin {
 
+namespace {
+
+// The handle field to check for a verb a provider may run without the
+// kernel (`checked` false: only the pointer is looked up).
+const uint32_t* HandleIf(bool checked, const uint32_t* handle) {
+  return checked ? handle : nullptr;
+}
+
+bool RecvAndPollCheckHandle(ibv_context* context) {
+  const Ctx* ctx = CtxOf(context);
+  return ctx->profile == nullptr || ctx->profile->recv_and_poll_check_handle;
+}
+
+}  // namespace
+
 int PollCq(ibv_cq* cq, int num, ibv_wc* wc) {
+  ObjectUse use =
+      UseObject(cq, ObjectKind::kCq,
+                HandleIf(RecvAndPollCheckHandle(cq->context), &cq->handle));
+  if (use.error()) return -1;  // ibv_poll_cq(3): negative on failure
   if (num <= 0) return 0;
   std::vector<WorkCompletion> out(static_cast<size_t>(num));
   absl::StatusOr<int> n = WrapOf<CqWrap>(cq)->impl->Poll(absl::MakeSpan(out));
@@ -27,6 +46,12 @@ int PollCq(ibv_cq* cq, int num, ibv_wc* wc) {
 }
 
 int ReqNotifyCq(ibv_cq* cq, int solicited_only) {
+  const Ctx* ctx = CtxOf(cq->context);
+  const bool checked =
+      ctx->profile == nullptr || ctx->profile->notify_checks_handle;
+  ObjectUse use =
+      UseObject(cq, ObjectKind::kCq, HandleIf(checked, &cq->handle));
+  if (use.error()) return use.error();
   absl::Status s = WrapOf<CqWrap>(cq)->impl->ReqNotify(solicited_only != 0);
   return s.ok() ? 0 : ErrnoFrom(s, "ibv_req_notify_cq");
 }
@@ -117,6 +142,15 @@ bool RefuseList(In* wr, In** bad) {
 
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   if (RefuseList(wr, bad)) return EINVAL;
+  // The doorbell names the QP by handle (rxe, siw): nothing is posted when
+  // it names none.
+  ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
+  if (use.error()) {
+    *bad = wr;
+    return use.error();
+  }
+  // The AHs, windows and regions the WRs name, held until posted.
+  std::vector<ObjectUse> held;
   QpWrap* q = WrapOf<QpWrap>(qp);
   const QpCap& cap = q->held;
   WrList<ibv_send_wr> list =
@@ -125,18 +159,36 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   for (size_t i = 0; i < list.wrs.size(); ++i) {
     ibv_send_wr* w = list.wrs[i];
     const int opcode = RawEnum(w->opcode);
-    if (opcode == IBV_WR_BIND_MW || opcode == IBV_WR_TSO ||
-        opcode == IBV_WR_DRIVER1 || w->num_sge < 0) {
+    if (opcode == IBV_WR_TSO || opcode == IBV_WR_DRIVER1 || w->num_sge < 0) {
       if (bad) *bad = w;
       if (w->num_sge < 0) return EINVAL;
-      return Unsupported("ibv_post_send with this opcode (bind/TSO/driver)");
+      return Unsupported("ibv_post_send with this opcode (TSO/driver)");
     }
     SendWr s;
     s.wr_id = w->wr_id;
     s.sg_list = absl::MakeConstSpan(list.sges[i]);
     s.opcode = static_cast<WrOpcode>(opcode);
     s.send_flags = w->send_flags;
-    if (opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_LOCAL_INV) {
+    if (opcode == IBV_WR_BIND_MW) {
+      // The window and the region are read from their structs (rxe
+      // convert_send_wr): a destroyed one makes the WR bad (EINVAL).
+      held.emplace_back();
+      s.bind_mw.mw = LiveMw(w->bind_mw.mw, qp->context, &held.back());
+      held.emplace_back();
+      const ibv_mw_bind_info& info = w->bind_mw.bind_info;
+      s.bind_mw.bind_info.mr = LiveMr(info.mr, qp->context, &held.back());
+      if (s.bind_mw.mw == nullptr ||
+          (info.mr != nullptr && s.bind_mw.bind_info.mr == nullptr)) {
+        *bad = w;
+        errno = EINVAL;
+        return EINVAL;
+      }
+      s.bind_mw.rkey = w->bind_mw.rkey;
+      s.bind_mw.current_rkey = w->bind_mw.mw->rkey;
+      s.bind_mw.bind_info.addr = info.addr;
+      s.bind_mw.bind_info.length = info.length;
+      s.bind_mw.bind_info.mw_access_flags = info.mw_access_flags;
+    } else if (opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_LOCAL_INV) {
       s.invalidate_rkey = w->invalidate_rkey;
     } else {
       s.imm_data = ntohl(w->imm_data);  // network order in ibv_send_wr
@@ -151,7 +203,17 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
                (opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM)) {
       // wr.ud shares its storage with wr.rdma: read only for the opcodes
       // UD carries; any other fails as it executes (LOC_QP_OP_ERR).
-      s.ud.ah = w->wr.ud.ah ? WrapOf<AhWrap>(w->wr.ud.ah)->impl.get() : nullptr;
+      // The provider reads the AH's address vector from its struct, so
+      // only a destroyed AH is refused (EINVAL: the WR is bad).
+      if (ibv_ah* ah = w->wr.ud.ah; ah != nullptr) {
+        held.push_back(UseObject(ah, ObjectKind::kAh, nullptr, qp->context));
+        if (held.back().error()) {
+          *bad = w;
+          errno = EINVAL;
+          return EINVAL;
+        }
+        s.ud.ah = WrapOf<AhWrap>(ah)->impl.get();
+      }
       s.ud.remote_qpn = w->wr.ud.remote_qpn;
       s.ud.remote_qkey = w->wr.ud.remote_qkey;
     } else {
@@ -167,6 +229,13 @@ int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   if (RefuseList(wr, bad)) return EINVAL;
+  ObjectUse use =
+      UseObject(qp, ObjectKind::kQp,
+                HandleIf(RecvAndPollCheckHandle(qp->context), &qp->handle));
+  if (use.error()) {
+    *bad = wr;
+    return use.error();
+  }
   QpWrap* q = WrapOf<QpWrap>(qp);
   const QpCap& cap = q->held;
   WrList<ibv_recv_wr> list =
@@ -178,6 +247,13 @@ int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 }
 
 int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  ObjectUse use =
+      UseObject(srq, ObjectKind::kSrq,
+                HandleIf(RecvAndPollCheckHandle(srq->context), &srq->handle));
+  if (use.error()) {
+    if (bad) *bad = wr;
+    return use.error();
+  }
   SrqWrap* w = WrapOf<SrqWrap>(srq);
   SrqAttr attr;
   if (!sim::GetSimSrqCapacity(w->impl.get(), &attr)) {

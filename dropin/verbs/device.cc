@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/errors.h"
 #include "dropin/verbs/state.h"
+#include "sim/handles.h"
 
 namespace verbsim::dropin {
 
@@ -224,6 +225,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
   }
   auto* ctx = new Ctx{};
   ctx->impl = *std::move(opened);
+  ctx->profile = sim::GetSimProfile(ctx->impl.get());
   if (!ctx->async_pipe.Open()) {
     int err = errno;
     delete ctx;
@@ -243,6 +245,9 @@ ibv_context* ibv_open_device(ibv_device* device) {
   c.ops.post_send = PostSend;
   c.ops.post_recv = PostRecv;
   c.ops.post_srq_recv = PostSrqRecv;
+  c.ops.alloc_mw = AllocMwOp;
+  c.ops.dealloc_mw = DeallocMwOp;
+  c.ops.bind_mw = BindMwOp;
   c.cmd_fd = -1;
   c.async_fd = ctx->async_pipe.read_fd;
   c.num_comp_vectors = 1;

@@ -187,6 +187,8 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
 }
 
 void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  ObjectUse use = UseObject(cq, ObjectKind::kCq, nullptr);
+  if (use.error()) return;  // no such CQ: nothing to count
   auto* w = WrapOf<CqWrap>(cq);
   if (w->channel != nullptr) w->channel->impl->AckEvents(w->impl.get(), nevents);
   pthread_mutex_lock(&cq->mutex);

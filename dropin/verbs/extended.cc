@@ -22,6 +22,12 @@ CqWrap* CqOf(ibv_cq_ex* cq) { return reinterpret_cast<CqWrap*>(cq); }
 
 // Takes the next completion into `current`; ENOENT when the CQ is empty.
 int TakeOne(ibv_cq_ex* cq) {
+  const Ctx* ctx = CtxOf(cq->context);
+  const bool checked =
+      ctx->profile == nullptr || ctx->profile->recv_and_poll_check_handle;
+  ObjectUse use =
+      UseObject(cq, ObjectKind::kCq, checked ? &cq->handle : nullptr);
+  if (use.error()) return use.error();
   CqWrap* w = CqOf(cq);
   absl::StatusOr<int> n = w->impl->Poll(absl::MakeSpan(&w->current, 1));
   if (!n.ok()) return ErrnoFrom(n.status(), "ibv_start_poll");
@@ -70,18 +76,55 @@ SendWr& Next(ibv_qp_ex* qp, WrOpcode opcode) {
   wr.send_flags = qp->wr_flags;
   wr.opcode = opcode;
   w->batch.push_back(wr);
+  w->batch_named.emplace_back();
   return w->batch.back();
 }
 
 void WrStart(ibv_qp_ex* qp) {
   QpWrap* w = QpOf(qp);
   w->batch.clear();
+  w->batch_named.clear();
   w->batch_sges.clear();
   w->batch_inline.clear();
 }
 
+// The AHs, windows and regions the batch names, looked up now that it is
+// posted (a WR naming a destroyed one fails the batch with EINVAL) and held
+// until the post returns.
+int ResolveNamed(QpWrap* w, std::vector<ObjectUse>* held) {
+  const ibv_context* context = w->qp.context;
+  for (size_t i = 0; i < w->batch.size(); ++i) {
+    const QpWrap::Named& n = w->batch_named[i];
+    SendWr& wr = w->batch[i];
+    if (n.ah != nullptr) {
+      held->push_back(UseObject(n.ah, ObjectKind::kAh, nullptr, context));
+      if (held->back().error()) return EINVAL;
+      wr.ud.ah = WrapOf<AhWrap>(n.ah)->impl.get();
+    }
+    if (n.mw != nullptr) {
+      held->emplace_back();
+      wr.bind_mw.mw = LiveMw(n.mw, context, &held->back());
+      if (wr.bind_mw.mw == nullptr) return EINVAL;
+    }
+    if (n.mr != nullptr) {
+      held->emplace_back();
+      wr.bind_mw.bind_info.mr = LiveMr(n.mr, context, &held->back());
+      if (wr.bind_mw.bind_info.mr == nullptr) return EINVAL;
+    }
+  }
+  return 0;
+}
+
 int WrComplete(ibv_qp_ex* qp) {
   QpWrap* w = QpOf(qp);
+  ObjectUse use = UseObject(&w->qp, ObjectKind::kQp, &w->qp.handle);
+  if (use.error()) return use.error();  // the batch stays for wr_abort
+  std::vector<ObjectUse> held;
+  if (ResolveNamed(w, &held) != 0) {
+    WrStart(qp);
+    errno = EINVAL;
+    return EINVAL;
+  }
   int err = 0;
   if (!w->batch.empty()) {
     absl::Status s = w->impl->PostSend(w->batch);
@@ -127,6 +170,21 @@ void WrCmpSwp(ibv_qp_ex* qp, uint32_t rkey, uint64_t addr, uint64_t compare,
   wr.atomic.compare_add = compare;
   wr.atomic.swap = swap;
 }
+// ibv_wr_bind_mw: a type 2 bind (the sim refuses a type 1 one where the
+// profile does, as it executes).
+void WrBindMw(ibv_qp_ex* qp, ibv_mw* mw, uint32_t rkey,
+              const ibv_mw_bind_info* info) {
+  SendWr& wr = Next(qp, WrOpcode::kBindMw);
+  QpWrap::Named& named = QpOf(qp)->batch_named.back();
+  named.mw = mw;
+  named.mr = info->mr;
+  wr.bind_mw.rkey = rkey;
+  wr.bind_mw.current_rkey = mw->rkey;  // read now, as a provider does
+  wr.bind_mw.bind_info.addr = info->addr;
+  wr.bind_mw.bind_info.length = info->length;
+  wr.bind_mw.bind_info.mw_access_flags = info->mw_access_flags;
+}
+
 void WrFetchAdd(ibv_qp_ex* qp, uint32_t rkey, uint64_t addr, uint64_t add) {
   SendWr& wr = Next(qp, WrOpcode::kAtomicFetchAndAdd);
   wr.atomic.rkey = rkey;
@@ -143,7 +201,7 @@ SendWr* Last(ibv_qp_ex* qp) {
 
 void WrSetUdAddr(ibv_qp_ex* qp, ibv_ah* ah, uint32_t qpn, uint32_t qkey) {
   if (SendWr* wr = Last(qp)) {
-    wr->ud.ah = ah ? WrapOf<AhWrap>(ah)->impl.get() : nullptr;
+    QpOf(qp)->batch_named.back().ah = ah;  // looked up at wr_complete
     wr->ud.remote_qpn = qpn;
     wr->ud.remote_qkey = qkey;
   }
@@ -230,6 +288,7 @@ void InitQpEx(QpWrap* w) {
   q.wr_rdma_read = WrRdmaRead;
   q.wr_atomic_cmp_swp = WrCmpSwp;
   q.wr_atomic_fetch_add = WrFetchAdd;
+  q.wr_bind_mw = WrBindMw;
   q.wr_set_ud_addr = WrSetUdAddr;
   q.wr_set_sge = WrSetSge;
   q.wr_set_sge_list = WrSetSgeList;

@@ -48,9 +48,23 @@ bool Writable(int access) {
 }
 
 ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
+  ObjectUse pd_use = UseObject(pd, ObjectKind::kPd, &pd->handle);
+  if (pd_use.error()) return nullptr;
   if (in == nullptr || in->send_cq == nullptr || in->recv_cq == nullptr) {
     errno = EINVAL;
     return nullptr;
+  }
+  // The CQs and the SRQ are looked up in the PD's context.
+  ObjectUse send_cq = UseObject(in->send_cq, ObjectKind::kCq,
+                                &in->send_cq->handle, pd->context);
+  if (send_cq.error()) return nullptr;
+  ObjectUse recv_cq = UseObject(in->recv_cq, ObjectKind::kCq,
+                                &in->recv_cq->handle, pd->context);
+  if (recv_cq.error()) return nullptr;
+  ObjectUse srq;
+  if (in->srq != nullptr) {
+    srq = UseObject(in->srq, ObjectKind::kSrq, &in->srq->handle, pd->context);
+    if (srq.error()) return nullptr;
   }
   const int qp_type = RawEnum(in->qp_type);
   if (qp_type != IBV_QPT_RC && qp_type != IBV_QPT_UC && qp_type != IBV_QPT_UD) {
@@ -80,7 +94,7 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
   q.send_cq = in->send_cq;
   q.recv_cq = in->recv_cq;
   q.srq = in->srq;
-  q.handle = RegisterObject(&q, ObjectKind::kQp);
+  q.handle = RegisterObject(&q, ObjectKind::kQp, pd->context);
   q.qp_num = w->impl->qp_num();
   q.state = IBV_QPS_RESET;
   q.qp_type = in->qp_type;
@@ -102,7 +116,7 @@ namespace verbsim::dropin {
 
 // verbs_context::create_qp_ex: an RC, UC or UD QP of a PD, with the
 // ibv_wr_* send API when send_ops_flags asks for it (ibv_create_qp_ex(3));
-// XRC, RSS, TSO, memory window binds and the rest are not covered.
+// XRC, RSS, TSO and the rest are not covered.
 ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* ex) {
   (void)context;
   const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -115,11 +129,11 @@ ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* ex) {
       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
-      IBV_QP_EX_WITH_SEND_WITH_INV;
+      IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW;
   const bool with_ops = (ex->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
   if (with_ops && (ex->send_ops_flags & ~ops_known) != 0) {
     Unsupported(
-        "ibv_create_qp_ex with send_ops_flags TSO, BIND_MW or ATOMIC_WRITE");
+        "ibv_create_qp_ex with send_ops_flags TSO or ATOMIC_WRITE");
     return nullptr;
   }
   ibv_qp_init_attr attr{};
@@ -150,21 +164,27 @@ ibv_pd* ibv_alloc_pd(ibv_context* context) {
   auto* w = new PdWrap{};
   w->impl = *std::move(pd);
   w->pd.context = context;
-  w->pd.handle = RegisterObject(&w->pd, ObjectKind::kPd);
+  w->pd.handle = RegisterObject(&w->pd, ObjectKind::kPd, context);
   return &w->pd;
 }
 
 int ibv_dealloc_pd(ibv_pd* pd) {
-  if (int err = ResolveObject(pd, ObjectKind::kPd, &pd->handle)) return err;
+  if (int err = BeginDestroy(pd, ObjectKind::kPd, &pd->handle)) {
+    return err;
+  }
   auto* w = WrapOf<PdWrap>(pd);
   absl::Status s = w->impl->Destroy();
-  if (!s.ok()) return ErrnoFrom(s, "ibv_dealloc_pd");
-  UnregisterObject(pd);
-  delete w;
+  if (!s.ok()) {
+    AbortDestroy(pd);
+    return ErrnoFrom(s, "ibv_dealloc_pd");
+  }
+  Retire(w, pd);
   return 0;
 }
 
 ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  ObjectUse use = UseObject(pd, ObjectKind::kPd, &pd->handle);
+  if (use.error()) return nullptr;
   absl::StatusOr<std::unique_ptr<Mr>> mr =
       WrapOf<PdWrap>(pd)->impl->RegMr(addr, length, access);
   if (!mr.ok()) {
@@ -187,7 +207,7 @@ ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   w->mr.length = w->impl->length();
   w->mr.lkey = w->impl->lkey();
   w->mr.rkey = w->impl->rkey();
-  w->mr.handle = RegisterObject(&w->mr, ObjectKind::kMr);
+  w->mr.handle = RegisterObject(&w->mr, ObjectKind::kMr, pd->context);
   return &w->mr;
 }
 
@@ -208,12 +228,16 @@ ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
-  if (int err = ResolveObject(mr, ObjectKind::kMr, &mr->handle)) return err;
+  if (int err = BeginDestroy(mr, ObjectKind::kMr, &mr->handle)) {
+    return err;
+  }
   auto* w = WrapOf<MrWrap>(mr);
   absl::Status s = w->impl->Destroy();
-  if (!s.ok()) return ErrnoFrom(s, "ibv_dereg_mr");
-  UnregisterObject(mr);
-  delete w;
+  if (!s.ok()) {
+    AbortDestroy(mr);
+    return ErrnoFrom(s, "ibv_dereg_mr");
+  }
+  Retire(w, mr);
   return 0;
 }
 
@@ -232,6 +256,19 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
                     flags, access, addr, length),
               "ibv_rereg_mr");
     return IBV_REREG_MR_ERR_INPUT;
+  }
+  // A device that re-registers nothing says so before the lookup.
+  const Ctx* ctx = CtxOf(mr->context);
+  if (ctx->profile != nullptr && !ctx->profile->supports_rereg) {
+    errno = EOPNOTSUPP;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  ObjectUse use = UseObject(mr, ObjectKind::kMr, &mr->handle);
+  if (use.error()) return IBV_REREG_MR_ERR_CMD;
+  ObjectUse pd_use;
+  if ((flags & IBV_REREG_MR_CHANGE_PD) && pd != nullptr) {
+    pd_use = UseObject(pd, ObjectKind::kPd, &pd->handle, mr->context);
+    if (pd_use.error()) return IBV_REREG_MR_ERR_CMD;
   }
   auto* w = WrapOf<MrWrap>(mr);
   if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
@@ -291,7 +328,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
   w->cq.channel = channel;
   w->cq.cq_context = cq_context;
   w->cq.cqe = w->impl->cqe();
-  w->cq.handle = RegisterObject(&w->cq, ObjectKind::kCq);
+  w->cq.handle = RegisterObject(&w->cq, ObjectKind::kCq, context);
   pthread_mutex_init(&w->cq.mutex, nullptr);
   pthread_cond_init(&w->cq.cond, nullptr);
   std::lock_guard<std::mutex> lock(ctx->mu);
@@ -300,11 +337,14 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
-  if (int err = ResolveObject(cq, ObjectKind::kCq, &cq->handle)) return err;
+  if (int err = BeginDestroy(cq, ObjectKind::kCq, &cq->handle)) return err;
   auto* w = WrapOf<CqWrap>(cq);
   Ctx* ctx = CtxOf(cq->context);
   absl::Status s = w->impl->Destroy();
-  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_cq");
+  if (!s.ok()) {
+    AbortDestroy(cq);
+    return ErrnoFrom(s, "ibv_destroy_cq");
+  }
   Erase(ctx->mu, ctx->cqs, w);
   if (w->channel != nullptr) {
     // Events of this CQ not yet taken are dropped with it.
@@ -312,14 +352,20 @@ int ibv_destroy_cq(ibv_cq* cq) {
     auto& ev = w->channel->events;
     ev.erase(std::remove(ev.begin(), ev.end(), w->impl.get()), ev.end());
   }
-  UnregisterObject(cq);
-  delete w;
+  Retire(w, cq);
   return 0;
 }
 
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
-  (void)cq;
   (void)cqe;
+  // A device without resize says so before the lookup (libsiw).
+  const Ctx* ctx = CtxOf(cq->context);
+  if (ctx->profile != nullptr && !ctx->profile->resizes_cq) {
+    errno = EOPNOTSUPP;
+    return EOPNOTSUPP;
+  }
+  ObjectUse use = UseObject(cq, ObjectKind::kCq, &cq->handle);
+  if (use.error()) return use.error();
   return Unsupported("ibv_resize_cq");
 }
 
@@ -328,18 +374,22 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
-  if (int err = ResolveObject(qp, ObjectKind::kQp, &qp->handle)) return err;
+  if (int err = BeginDestroy(qp, ObjectKind::kQp, &qp->handle)) return err;
   auto* w = WrapOf<QpWrap>(qp);
   Ctx* ctx = CtxOf(qp->context);
   absl::Status s = w->impl->Destroy();
-  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_qp");
+  if (!s.ok()) {
+    AbortDestroy(qp);
+    return ErrnoFrom(s, "ibv_destroy_qp");
+  }
   Erase(ctx->mu, ctx->qps, w);
-  UnregisterObject(qp);
-  delete w;
+  Retire(w, qp);
   return 0;
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* in, int mask) {
+  ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
+  if (use.error()) return use.error();
   QpAttr attr;
   attr.qp_state = static_cast<QpState>(RawEnum(in->qp_state));
   attr.cur_qp_state = static_cast<QpState>(RawEnum(in->cur_qp_state));
@@ -369,6 +419,8 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* in, int mask) {
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* out, int mask,
                  ibv_qp_init_attr* init) {
   (void)mask;  // every attribute is returned, as providers do
+  ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
+  if (use.error()) return use.error();
   auto* w = WrapOf<QpWrap>(qp);
   absl::StatusOr<QpAttr> a = w->impl->Query();
   if (!a.ok()) return ErrnoFrom(a.status(), "ibv_query_qp");
@@ -408,6 +460,8 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* out, int mask,
 }
 
 ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  ObjectUse use = UseObject(pd, ObjectKind::kPd, &pd->handle);
+  if (use.error()) return nullptr;
   absl::StatusOr<std::unique_ptr<Ah>> ah =
       WrapOf<PdWrap>(pd)->impl->CreateAh(ToAhAttr(*attr));
   if (!ah.ok()) {
@@ -418,21 +472,27 @@ ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   w->impl = *std::move(ah);
   w->ah.context = pd->context;
   w->ah.pd = pd;
-  w->ah.handle = RegisterObject(&w->ah, ObjectKind::kAh);
+  w->ah.handle = RegisterObject(&w->ah, ObjectKind::kAh, pd->context);
   return &w->ah;
 }
 
 int ibv_destroy_ah(ibv_ah* ah) {
-  if (int err = ResolveObject(ah, ObjectKind::kAh, &ah->handle)) return err;
+  if (int err = BeginDestroy(ah, ObjectKind::kAh, &ah->handle)) {
+    return err;
+  }
   auto* w = WrapOf<AhWrap>(ah);
   absl::Status s = w->impl->Destroy();
-  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_ah");
-  UnregisterObject(ah);
-  delete w;
+  if (!s.ok()) {
+    AbortDestroy(ah);
+    return ErrnoFrom(s, "ibv_destroy_ah");
+  }
+  Retire(w, ah);
   return 0;
 }
 
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
+  ObjectUse use = UseObject(pd, ObjectKind::kPd, &pd->handle);
+  if (use.error()) return nullptr;
   SrqAttr attr;
   attr.max_wr = in->attr.max_wr;
   attr.max_sge = in->attr.max_sge;
@@ -448,7 +508,7 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
   w->srq.context = pd->context;
   w->srq.srq_context = in->srq_context;
   w->srq.pd = pd;
-  w->srq.handle = RegisterObject(&w->srq, ObjectKind::kSrq);
+  w->srq.handle = RegisterObject(&w->srq, ObjectKind::kSrq, pd->context);
   pthread_mutex_init(&w->srq.mutex, nullptr);
   pthread_cond_init(&w->srq.cond, nullptr);
   Ctx* ctx = CtxOf(pd->context);
@@ -458,6 +518,8 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
 }
 
 int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* in, int mask) {
+  ObjectUse use = UseObject(srq, ObjectKind::kSrq, &srq->handle);
+  if (use.error()) return use.error();
   SrqAttr attr;
   attr.max_wr = in->max_wr;
   attr.max_sge = in->max_sge;
@@ -467,6 +529,14 @@ int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* in, int mask) {
 }
 
 int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* out) {
+  // A device that cannot query an SRQ says so before the lookup (libsiw).
+  const Ctx* ctx = CtxOf(srq->context);
+  if (ctx->profile != nullptr && !ctx->profile->queries_srq) {
+    errno = EOPNOTSUPP;
+    return EOPNOTSUPP;
+  }
+  ObjectUse use = UseObject(srq, ObjectKind::kSrq, &srq->handle);
+  if (use.error()) return use.error();
   absl::StatusOr<SrqAttr> a = WrapOf<SrqWrap>(srq)->impl->Query();
   if (!a.ok()) return ErrnoFrom(a.status(), "ibv_query_srq");
   out->max_wr = a->max_wr;
@@ -476,18 +546,24 @@ int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* out) {
 }
 
 int ibv_destroy_srq(ibv_srq* srq) {
-  if (int err = ResolveObject(srq, ObjectKind::kSrq, &srq->handle)) return err;
+  if (int err = BeginDestroy(srq, ObjectKind::kSrq, &srq->handle)) {
+    return err;
+  }
   auto* w = WrapOf<SrqWrap>(srq);
   Ctx* ctx = CtxOf(srq->context);
   absl::Status s = w->impl->Destroy();
-  if (!s.ok()) return ErrnoFrom(s, "ibv_destroy_srq");
+  if (!s.ok()) {
+    AbortDestroy(srq);
+    return ErrnoFrom(s, "ibv_destroy_srq");
+  }
   Erase(ctx->mu, ctx->srqs, w);
-  UnregisterObject(srq);
-  delete w;
+  Retire(w, srq);
   return 0;
 }
 
 int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
+  if (use.error()) return use.error();
   Gid g;
   std::memcpy(g.data(), gid->raw, 16);
   absl::Status s = WrapOf<QpWrap>(qp)->impl->AttachMcast(g, lid);
@@ -495,6 +571,8 @@ int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
 }
 
 int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
+  if (use.error()) return use.error();
   Gid g;
   std::memcpy(g.data(), gid->raw, 16);
   absl::Status s = WrapOf<QpWrap>(qp)->impl->DetachMcast(g, lid);

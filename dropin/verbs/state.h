@@ -13,6 +13,7 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "absl/status/status.h"
 #include "core/provider.h"
 #include "core/verbs.h"
+#include "sim/profile.h"
 
 namespace verbsim::dropin {
 
@@ -39,15 +41,53 @@ int Unsupported(const char* function);
 // stderr when VERBSIM_DEBUG is set.
 int ErrnoFrom(const absl::Status& status, const char* function);
 
-// The object table (handles.cc): every PD, MR, CQ, QP, SRQ and AH gets a
-// handle when it is made (stored in its struct's `handle`) and leaves the
-// table when it is destroyed. ResolveObject is 0 for a live object of that
-// kind whose handle field still names it, else ENOENT (errno set too).
-enum class ObjectKind { kPd, kMr, kCq, kQp, kSrq, kAh };
-uint32_t RegisterObject(const void* object, ObjectKind kind);
-void UnregisterObject(const void* object);
-int ResolveObject(const void* object, ObjectKind kind,
-                  const uint32_t* handle_field);
+// The object table (handles.cc, docs/drop-in-handles.md): every PD, MR, MW,
+// CQ, QP, SRQ and AH gets a handle when it is made (stored in its struct's
+// `handle`); a verb looks the object up before it reads the struct.
+enum class ObjectKind { kPd, kMr, kMw, kCq, kQp, kSrq, kAh };
+uint32_t RegisterObject(const void* object, ObjectKind kind,
+                        const ibv_context* context);
+
+// A verb's hold on an object, from UseObject to the end of the call: a
+// destroy meanwhile gets EBUSY. error() is 0 when the lookup succeeded, else
+// its errno (set in errno too): ENOENT for no such object (destroyed, never
+// made here, another type's pointer, or one of a context other than
+// `context` when that is given; the handle field naming nothing), EINVAL
+// for a handle field naming an object of another type, EBUSY for an object
+// being destroyed. A null `handle_field` skips the handle check (verbs a
+// provider runs without the kernel).
+class ObjectUse {
+ public:
+  ObjectUse() = default;
+  ObjectUse(ObjectUse&& other) noexcept;
+  ObjectUse& operator=(ObjectUse&& other) noexcept;
+  ~ObjectUse();
+  int error() const { return error_; }
+
+ private:
+  friend ObjectUse UseObject(const void*, ObjectKind, const uint32_t*,
+                             const ibv_context*);
+  std::atomic<int>* users_ = nullptr;
+  int error_ = 0;
+};
+ObjectUse UseObject(const void* object, ObjectKind kind,
+                    const uint32_t* handle_field,
+                    const ibv_context* context = nullptr);
+
+// A destroy: BeginDestroy looks the object up and takes it for itself (0,
+// or ENOENT / EINVAL as UseObject, EBUSY while a verb is inside it); then
+// either AbortDestroy (the destroy was refused: the object is as before) or
+// Retire (it is gone: the wrapper's verbsim object is released, and the
+// struct stays readable for a while, refused by every lookup).
+int BeginDestroy(const void* object, ObjectKind kind,
+                 const uint32_t* handle_field);
+void AbortDestroy(const void* object);
+void RetireObject(const void* object, void* wrap, void (*free_wrap)(void*));
+template <typename Wrap>
+void Retire(Wrap* w, const void* object) {
+  w->impl.reset();
+  RetireObject(object, w, [](void* p) { delete static_cast<Wrap*>(p); });
+}
 
 // 0, or EFAULT when [addr, addr + length) is not all mapped (and writable,
 // when `writable`) in this process: what pinning the pages refuses
@@ -111,6 +151,11 @@ struct MrWrap {
   std::unique_ptr<Mr> impl;
 };
 
+struct MwWrap {
+  ibv_mw mw;  // first
+  std::unique_ptr<Mw> impl;
+};
+
 struct AhWrap {
   ibv_ah ah;  // first
   std::unique_ptr<Ah> impl;
@@ -135,6 +180,13 @@ struct QpWrap {
   // The work requests between wr_start and wr_complete (ibv_wr_post(3)),
   // with their SGE arrays and inline data kept alive until they are posted.
   std::vector<SendWr> batch;
+  // The objects each batch WR names, looked up at wr_complete.
+  struct Named {
+    ibv_ah* ah = nullptr;
+    ibv_mw* mw = nullptr;
+    ibv_mr* mr = nullptr;
+  };
+  std::vector<Named> batch_named;
   std::deque<std::vector<Sge>> batch_sges;
   std::deque<std::string> batch_inline;
 };
@@ -142,6 +194,9 @@ struct QpWrap {
 struct Ctx {
   verbs_context vctx;  // first; its last member is the ibv_context handed out
   std::unique_ptr<Context> impl;
+  // The profile the device follows (sim/profile.h), for the answers that
+  // differ by device before the sim is reached; null checks everything.
+  const sim::SimProfile* profile = nullptr;
   // Objects by the numbers the sim's events carry, and sim CQs by address.
   std::mutex mu;
   std::vector<CqWrap*> cqs;
@@ -195,6 +250,15 @@ int ReqNotifyCq(ibv_cq* cq, int solicited_only);
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int PostSrqRecv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+
+// Memory windows (windows.cc): the context ops, and the sim objects behind
+// a window or region a work request names (null, with `use` failed, for a
+// destroyed one).
+ibv_mw* AllocMwOp(ibv_pd* pd, ibv_mw_type type);
+int DeallocMwOp(ibv_mw* mw);
+int BindMwOp(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
+Mw* LiveMw(ibv_mw* mw, const ibv_context* context, ObjectUse* use);
+Mr* LiveMr(ibv_mr* mr, const ibv_context* context, ObjectUse* use);
 
 // Async events (events.cc).
 void StartAsyncPump(Ctx* ctx);

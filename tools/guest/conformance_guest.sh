@@ -95,15 +95,16 @@ for spec in "$@"; do
     gid_index=0
     [[ "${kind}" == rxe ]] && gid_index="$(gid_index_of "${device}")"
     : >"${dir}/probes.log"
-    for probe in verb_checks_probe arg_checks_probe; do
+    for probe in verb_checks_probe arg_checks_probe handle_checks_probe \
+        mw_probe; do
       path="${bin}/dropin/tests/${probe}"
       if [[ ! -x "${path}" ]]; then
         echo "conformance_guest: ${spec} ${probe}: not built" | tee -a "${dir}/probes.log"
         continue
       fi
       args=("${device}" "${gid_index}")
-      # verb_checks_probe's third argument names its answer set.
-      [[ "${probe}" == verb_checks_probe ]] && args+=("${kind}")
+      # The third argument names the answer set (arg_checks_probe has one).
+      [[ "${probe}" != arg_checks_probe ]] && args+=("${kind}")
       timeout --kill-after=10 120 "${path}" "${args[@]}" \
         >>"${dir}/probes.log" 2>&1
       rc=$?

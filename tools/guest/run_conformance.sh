@@ -3,7 +3,8 @@
 # (//tests:conformance_test) against real software RDMA devices, hw:rxe0
 # (Soft-RoCE) and hw:siw0 (soft-iWARP), in one boot of the rdma_guest.sh
 # guest, and on each device the drop-in's C probes
-# (//dropin/tests:verb_checks_probe, :arg_checks_probe) with that device's
+# (//dropin/tests:verb_checks_probe, :arg_checks_probe, :handle_checks_probe,
+# :mw_probe) with that device's
 # answers. Builds nothing: build those targets first.
 #
 #   tools/guest/run_conformance.sh [--bin BAZEL_BIN] RESULTS_DIR
