@@ -425,6 +425,35 @@ static void other_context(struct ibv_pd *pd, struct ibv_cq *cq) {
   pass("modify_qp.handle_of_another_context_keeps_both",
        qp_state(qp) == IBV_QPS_RESET && qp_state(oqp) == IBV_QPS_RESET,
        "states %ld and %ld", qp_state(qp), qp_state(oqp));
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qi;
+  WITH_HANDLE(qp, oqp->handle,
+              EXPECT_RC("query_qp.handle_of_another_context", ENOENT,
+                        ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi)));
+  static char obuf[4096];
+  struct ibv_mr *omr =
+      ibv_reg_mr(opd, obuf, sizeof(obuf), IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_cq *cq2 = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+  struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+  struct ibv_mr *mr2 =
+      pd2 ? ibv_reg_mr(pd2, obuf, sizeof(obuf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+  if (!omr || !cq2 || !pd2 || !mr2) probe_die("more objects");
+  WITH_HANDLE(mr2, omr->handle,
+              EXPECT_RC("dereg_mr.handle_of_another_context", ENOENT,
+                        ibv_dereg_mr(mr2)));
+  WITH_HANDLE(cq2, ocq->handle,
+              EXPECT_RC("destroy_cq.handle_of_another_context", ENOENT,
+                        ibv_destroy_cq(cq2)));
+  EXPECT_RC("dereg_mr.after_a_handle_of_another_context", 0,
+            ibv_dereg_mr(mr2));
+  WITH_HANDLE(pd2, opd->handle,
+              EXPECT_RC("dealloc_pd.handle_of_another_context", ENOENT,
+                        ibv_dealloc_pd(pd2)));
+  EXPECT_RC("destroy_cq.after_a_handle_of_another_context", 0,
+            ibv_destroy_cq(cq2));
+  EXPECT_RC("dealloc_pd.after_a_handle_of_another_context", 0,
+            ibv_dealloc_pd(pd2));
+  ibv_dereg_mr(omr);
   struct ibv_qp_init_attr qpa = {.send_cq = ocq, .recv_cq = ocq,
                                  .qp_type = IBV_QPT_RC,
                                  .cap = {.max_send_wr = 4, .max_recv_wr = 4,

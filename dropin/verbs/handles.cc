@@ -151,6 +151,13 @@ int BeginDestroy(const void* object, ObjectKind kind,
   return 0;
 }
 
+const ibv_context* ObjectContext(const void* object) {
+  Registry& r = TheRegistry();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  auto it = r.by_object.find(object);
+  return it == r.by_object.end() ? nullptr : it->second->context;
+}
+
 void AbortDestroy(const void* object) {
   Registry& r = TheRegistry();
   std::shared_lock<std::shared_mutex> lock(r.mu);
@@ -181,6 +188,12 @@ void RetireObject(const void* object, void* wrap, void (*free_wrap)(void*)) {
   if (old == r.by_object.end()) return;
   old->second->free_wrap(old->second->wrap);
   r.by_object.erase(old);
+}
+
+const sim::SimProfile* ProfileOf(const void* object) {
+  const ibv_context* context = ObjectContext(object);
+  if (context == nullptr) return nullptr;
+  return CtxOf(const_cast<ibv_context*>(context))->profile;
 }
 
 }  // namespace verbsim::dropin

@@ -258,8 +258,8 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length,
     return IBV_REREG_MR_ERR_INPUT;
   }
   // A device that re-registers nothing says so before the lookup.
-  const Ctx* ctx = CtxOf(mr->context);
-  if (ctx->profile != nullptr && !ctx->profile->supports_rereg) {
+  const sim::SimProfile* profile = ProfileOf(mr);
+  if (profile != nullptr && !profile->supports_rereg) {
     errno = EOPNOTSUPP;
     return IBV_REREG_MR_ERR_CMD;
   }
@@ -359,8 +359,8 @@ int ibv_destroy_cq(ibv_cq* cq) {
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
   (void)cqe;
   // A device without resize says so before the lookup (libsiw).
-  const Ctx* ctx = CtxOf(cq->context);
-  if (ctx->profile != nullptr && !ctx->profile->resizes_cq) {
+  const sim::SimProfile* profile = ProfileOf(cq);
+  if (profile != nullptr && !profile->resizes_cq) {
     errno = EOPNOTSUPP;
     return EOPNOTSUPP;
   }
@@ -530,8 +530,8 @@ int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* in, int mask) {
 
 int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* out) {
   // A device that cannot query an SRQ says so before the lookup (libsiw).
-  const Ctx* ctx = CtxOf(srq->context);
-  if (ctx->profile != nullptr && !ctx->profile->queries_srq) {
+  const sim::SimProfile* profile = ProfileOf(srq);
+  if (profile != nullptr && !profile->queries_srq) {
     errno = EOPNOTSUPP;
     return EOPNOTSUPP;
   }

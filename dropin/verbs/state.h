@@ -81,6 +81,13 @@ ObjectUse UseObject(const void* object, ObjectKind kind,
 // struct stays readable for a while, refused by every lookup).
 int BeginDestroy(const void* object, ObjectKind kind,
                  const uint32_t* handle_field);
+// The context an object of this library was made in (a destroyed one's
+// too, while its struct is kept), without reading the struct; null for a
+// pointer the library never made.
+const ibv_context* ObjectContext(const void* object);
+// The profile of the device an object was made on; null when unknown (then
+// every check is made).
+const sim::SimProfile* ProfileOf(const void* object);
 void AbortDestroy(const void* object);
 void RetireObject(const void* object, void* wrap, void (*free_wrap)(void*));
 template <typename Wrap>
