@@ -473,6 +473,19 @@ absl::Status Fabric::AddFaultPlan(FaultPlan plan) {
   return absl::OkStatus();
 }
 
+void Fabric::ClearFaults() {
+  std::lock_guard<std::mutex> lock(mu_);
+  faults_.packets.clear();
+  faults_.links.clear();
+  faults_.regfail_nth = 0;
+  faults_.postfail_nth = 0;
+}
+
+void Fabric::Reseed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rng_.seed(seed);
+}
+
 std::vector<PacketRule> Fabric::PacketRules() {
   std::lock_guard<std::mutex> lock(mu_);
   return faults_.packets;

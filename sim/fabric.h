@@ -172,6 +172,13 @@ class Fabric {
   // a bad rule, with nothing added.
   absl::Status AddFaults(absl::string_view text);
   absl::Status AddFaultPlan(FaultPlan plan);
+  // Forgets the packet rules, link-down windows and nth-failure rules added
+  // so far; timed events already scheduled (crashes, forced errors) stay.
+  void ClearFaults();
+  // Restarts the fabric's random source from `seed`: every later draw
+  // (jitter, ACK coalescing, placement order, fault probabilities) is the
+  // one a fabric made with that seed would take from here.
+  void Reseed(uint64_t seed);
   // How often each packet rule matched and fired, in the order added.
   std::vector<PacketRule> PacketRules();
   absl::StatusOr<NodeStats> GetNodeStats(int node);

@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "dropin/verbs/state.h"
 #include "sim/handles.h"
+#include "sim/sim_provider.h"
 
 namespace verbsim::dropin {
 
@@ -90,6 +91,14 @@ void Init() {
                               : "",
                       ": ", opened.status().message(), "; no devices"));
     return;
+  }
+  // VERBSIM_KEEP=1: the trace and the packets are kept from the start, for
+  // verbsim_write_trace and verbsim_write_pcap (dropin/control).
+  if (const char* keep = std::getenv("VERBSIM_KEEP"); keep && *keep == '1') {
+    if (auto* sim = dynamic_cast<sim::SimProvider*>(opened->get())) {
+      sim->fabric().KeepTrace(true);
+      sim->fabric().KeepPackets(true);
+    }
   }
   absl::StatusOr<std::vector<std::string>> names = (*opened)->ListDevices();
   if (!names.ok()) {

@@ -3,6 +3,7 @@
 //
 //   verbsim tour                 the guided tour, step by step
 //   verbsim run FILE             a scenario file (docs/scenarios/*.scenario)
+//   verbsim exec CMD             a program on the drop-in libraries
 //   verbsim help [COMMAND]       usage
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "sim/packet.h"
 #include "sim/trace.h"
+#include "tools/verbsim/exec.h"
 #include "tools/verbsim/output.h"
 #include "tools/verbsim/pcap.h"
 #include "tools/verbsim/scenario.h"
@@ -45,6 +47,8 @@ commands:
                     timeline with what the spec guarantees
   run FILE          run a scenario file (the format is in docs/cli.md);
                     exits 1 if an expectation fails
+  exec [--] CMD     run an unmodified RDMA program on the simulated
+                    devices (the drop-in libibverbs and librdmacm)
   help [COMMAND]    this text, or a command's options
 
 options of tour and run:
@@ -413,9 +417,11 @@ int Main(int argc, char** argv) {
     if (about.empty()) std::printf("%s", kMainHelp);
     else if (about == "tour") std::printf("%s", kTourHelp);
     else if (about == "run") std::printf("%s", kRunHelp);
+    else if (about == "exec") std::printf("%s", ExecHelp());
     else return Usage("", absl::StrCat("no command '", about, "'"));
     return kExitOk;
   }
+  if (command == "exec") return Exec(argc, argv, 2);
   if (command != "tour" && command != "run") {
     if (absl::StartsWith(command, "-")) {
       return Usage("", absl::StrCat("'", command,
@@ -423,7 +429,7 @@ int Main(int argc, char** argv) {
                                     "command (verbsim run FILE --seed=7)"));
     }
     return Usage("", absl::StrCat("unknown command '", command,
-                                  "' (commands: tour, run, help)"));
+                                  "' (commands: tour, run, exec, help)"));
   }
   Options o;
   const int rc = ParseOptions(command, argc, argv, 2, &o);
