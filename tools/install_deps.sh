@@ -23,6 +23,9 @@ packages=(
   lld
   python3
   tshark
+  cmake
+  make
+  pkg-config
 )
 
 missing=()

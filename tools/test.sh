@@ -17,6 +17,8 @@
 #      with hw:rxe0 and sim:siw with hw:siw0 (outcome, completion statuses,
 #      errnos): any disagreement fails the run. VERBSIM_SKIP_GUEST=1 skips
 #      this step (it says so).
+# After step 1, tools/examples_test.sh: the Debian package installed into a
+# scratch root and the example projects (examples/) built and run against it.
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. The Bazel server is always shut down at the end. The last
 # line printed is "tests: N passed, N failed" for the test targets of step 1.
@@ -203,6 +205,13 @@ fi
 
 step "tests" test "${bazel_flags[@]}" --test_output=errors //...
 count_results "${log}"
+# verbsim as another project uses it: the .deb installed into a scratch
+# root, the example projects built against it and run (docs/install.md).
+echo "==> examples: tools/examples_test.sh" >&2
+if ! bash tools/examples_test.sh; then
+  echo "==> examples: FAILED" >&2
+  status=1
+fi
 step "asan" test "${bazel_flags[@]}" --config=asan --test_output=errors //...
 # The drop-in under many threads with TSan (the whole tree under TSan is
 # not yet clean: docs/drop-in.md "Threads").
