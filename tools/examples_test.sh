@@ -48,6 +48,8 @@ for f in usr/bin/verbsim usr/lib/libverbsim.so.0 usr/lib/libverbsim.so \
          usr/lib/verbsim/librdmacm.so.1 usr/lib/pkgconfig/verbsim.pc \
          usr/lib/pkgconfig/verbsim-control.pc usr/include/verbsim/core/verbs.h \
          usr/include/verbsim/sim/sim_provider.h usr/include/verbsim/control.h \
+         usr/include/verbsim/tests/provider_fixture.h \
+         usr/lib/libverbsim_testing.a usr/lib/pkgconfig/verbsim-gtest.pc \
          usr/share/doc/verbsim/install.md; do
   [[ -e "${root}/${f}" ]] || fail "the package installed no /${f}"
 done
@@ -59,7 +61,7 @@ grep -q "OpenProvider" <<<"${symbols}" || fail "libverbsim.a has no OpenProvider
 # pkg-config reads the installed .pc files (relocatable: their prefix is
 # found from where they are).
 export PKG_CONFIG_PATH="${root}/usr/lib/pkgconfig"
-pkg-config --exists verbsim verbsim-control ||
+pkg-config --exists verbsim verbsim-control verbsim-gtest ||
   fail "pkg-config cannot resolve verbsim: $(pkg-config --print-errors --exists verbsim 2>&1)"
 pkg-config --cflags verbsim | grep -q -- "-I${root}/usr/lib/pkgconfig/../../include/verbsim" ||
   fail "verbsim.pc Cflags: $(pkg-config --cflags verbsim)"

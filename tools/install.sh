@@ -10,10 +10,12 @@
 #                                    register from static initializers)
 #   DIR/lib/verbsim/                 the drop-in libibverbs.so.1 and
 #                                    librdmacm.so.1 (never over the system's)
-#   DIR/lib/pkgconfig/verbsim.pc, verbsim-control.pc
-#   DIR/include/verbsim/             core/ and sim/ headers (include them as
-#                                    "core/verbs.h" with -I DIR/include/verbsim,
-#                                    which pkg-config gives), control.h
+#   DIR/lib/libverbsim_testing.a     the gtest helpers (matchers, fixture)
+#   DIR/lib/pkgconfig/verbsim.pc, verbsim-control.pc, verbsim-gtest.pc
+#   DIR/include/verbsim/             core/, sim/ and tests/ headers (include
+#                                    them as "core/verbs.h" with
+#                                    -I DIR/include/verbsim, which pkg-config
+#                                    gives), control.h
 #   DIR/share/doc/verbsim/           the user documents
 #
 # ROOT (default /) is prepended to every path written, as DESTDIR is for
@@ -43,13 +45,14 @@ done
 
 version="$(cat VERSION 2>/dev/null || true)"
 version="${version:-0.1.0}"
-targets=(//:libverbsim.so.0 //core //sim //hw //tools:verbsim
+targets=(//:libverbsim.so.0 //core //sim //hw //tests:testing //tools:verbsim
          //dropin/verbs:libibverbs.so.1 //dropin/rdmacm:librdmacm.so.1)
 if [[ ${build} == 1 ]]; then
   bazel build "${targets[@]}" >&2
 fi
 bin="$(bazel info bazel-bin 2>/dev/null)"
-for f in libverbsim.so.0 core/libcore.a sim/libsim.lo hw/libhw.lo tools/verbsim \
+for f in libverbsim.so.0 core/libcore.a sim/libsim.lo hw/libhw.lo \
+         tests/libtesting.lo tools/verbsim \
          dropin/verbs/libibverbs.so.1 dropin/rdmacm/librdmacm.so.1; do
   [[ -f "${bin}/${f}" ]] || { echo "install.sh: ${bin}/${f} is missing: build first" >&2; exit 1; }
 done
@@ -57,6 +60,7 @@ done
 root="${destdir%/}${prefix}"
 install -d "${root}/bin" "${root}/lib/verbsim" "${root}/lib/pkgconfig" \
   "${root}/include/verbsim/core" "${root}/include/verbsim/sim" \
+  "${root}/include/verbsim/tests" \
   "${root}/share/doc/verbsim"
 install -m 755 "${bin}/tools/verbsim" "${root}/bin/verbsim"
 install -m 755 "${bin}/libverbsim.so.0" "${root}/lib/libverbsim.so.0"
@@ -82,6 +86,14 @@ chmod 644 "${root}/lib/libverbsim.a"
 install -m 644 core/*.h "${root}/include/verbsim/core/"
 install -m 644 sim/*.h "${root}/include/verbsim/sim/"
 install -m 644 dropin/control/verbsim/control.h "${root}/include/verbsim/control.h"
+install -m 644 tests/matchers.h tests/observed.h tests/provider_fixture.h \
+  "${root}/include/verbsim/tests/"
+# The gtest helpers' one object (its listener registers itself: link whole).
+rm -f "${root}/lib/libverbsim_testing.a"
+mkdir -p "${work}/testing"
+(cd "${work}/testing" && ar x "${bin}/tests/libtesting.lo" &&
+ ar qcs "${root}/lib/libverbsim_testing.a" ./*.o)
+chmod 644 "${root}/lib/libverbsim_testing.a"
 
 absl_modules="absl_status absl_statusor absl_strings absl_str_format absl_time absl_span absl_flat_hash_map"
 cat >"${root}/lib/pkgconfig/verbsim.pc" <<EOF
@@ -106,6 +118,18 @@ Description: verbsim/control.h, the C control API of verbsim's drop-in libibverb
 Version: ${version}
 Cflags: -I\${includedir}
 Libs: -ldl
+EOF
+cat >"${root}/lib/pkgconfig/verbsim-gtest.pc" <<EOF
+prefix=\${pcfiledir}/../..
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: verbsim-gtest
+Description: verbsim's gtest helpers: Status and completion matchers, a fixture on VERBSIM_PROVIDER
+Version: ${version}
+Requires: verbsim gmock gtest
+Cflags: -I\${includedir}/verbsim
+Libs: -L\${libdir} -Wl,--whole-archive -lverbsim_testing -Wl,--no-whole-archive
 EOF
 chmod 644 "${root}/lib/pkgconfig/"*.pc
 install -m 644 README.md docs/install.md docs/control.md docs/drop-in.md \
