@@ -2,8 +2,9 @@
 # verbsim as another project sees it (docs/install.md): builds the Debian
 # package, installs it with `dpkg --root` into a scratch root, checks its
 # files and fields, builds examples/cmake and examples/c-make against that
-# root only and runs their tests, then removes the package and checks that
-# nothing of it is left. Prints "examples_test: PASS" or the first failure,
+# root only and runs their tests, builds and tests examples/bazel (a
+# workspace of its own on verbsim's source), then removes the package and
+# checks that nothing of it is left. Prints "examples_test: PASS" or the first failure,
 # and exits 0 or 1.
 #
 #   tools/examples_test.sh [--no-build]   (--no-build: bazel-bin as it is)
@@ -15,7 +16,7 @@ fail() {
   echo "examples_test: FAIL: $*" >&2
   exit 1
 }
-for tool in dpkg-deb dpkg pkg-config cmake make cc c++; do
+for tool in dpkg-deb dpkg pkg-config cmake make cc c++ bazel; do
   command -v "${tool}" >/dev/null || fail "no ${tool} (tools/install_deps.sh installs it)"
 done
 
@@ -90,6 +91,25 @@ out="$(cd "${work}/c-make" && timeout 60 make --no-print-directory check \
 grep -q "^retransmissions: [1-9]" <<<"${out}" ||
   fail "examples/c-make saw no retransmission: ${out}"
 echo "examples_test: examples/c-make ran under verbsim exec: $(grep '^retransmissions' <<<"${out}")" >&2
+
+# examples/bazel: a workspace of its own on verbsim's source through
+# local_repository (its paths pointed at this checkout), in its own output
+# base, with the disk cache the main workspace uses.
+cp -r "${repo}/examples/bazel" "${work}/bazel-ws"
+rm -f "${work}/bazel-ws"/bazel-*
+sed -i "s|\"\.\./\.\.|\"${repo}|" "${work}/bazel-ws/WORKSPACE"
+grep -q "path = \"${repo}\"" "${work}/bazel-ws/WORKSPACE" ||
+  fail "examples/bazel/WORKSPACE: its local_repository paths were not ../.."
+if ! (cd "${work}/bazel-ws" &&
+      bazel --output_base="${work}/bazel-ob" test //... \
+        --disk_cache=~/.cache/verbsim-bazel-disk) >"${work}/bazel.log" 2>&1; then
+  (cd "${work}/bazel-ws" && bazel --output_base="${work}/bazel-ob" shutdown) >/dev/null 2>&1
+  cat "${work}/bazel.log" >&2
+  fail "bazel test in examples/bazel"
+fi
+(cd "${work}/bazel-ws" && bazel --output_base="${work}/bazel-ob" shutdown) >/dev/null 2>&1
+chmod -R u+w "${work}/bazel-ob" 2>/dev/null
+echo "examples_test: examples/bazel built on verbsim's source and its test passed" >&2
 
 # Removed cleanly: no file of the package is left.
 dpkg --root="${root}" --force-script-chrootless --log=/dev/null -r verbsim \
