@@ -45,6 +45,7 @@ static const struct {
     {"ibta", "post_recv.garbled_handle", ENOENT, NULL},
     {"ibta", "post_srq_recv.garbled_handle", ENOENT, NULL},
     {"ibta", "poll_cq.garbled_handle", -1, NULL},
+    {"ibta", "post_recv.handle_of_another_context", ENOENT, NULL},
     {"siw", "req_notify_cq.garbled_handle", 0, NULL},
     {"siw", "resize_cq.garbled_handle", EOPNOTSUPP, NULL},
     {"siw", "query_srq.garbled_handle", EOPNOTSUPP, NULL},
@@ -451,6 +452,21 @@ static void other_context(struct ibv_pd *pd, struct ibv_cq *cq) {
                         ibv_dealloc_pd(pd2)));
   EXPECT_RC("destroy_cq.after_a_handle_of_another_context", 0,
             ibv_destroy_cq(cq2));
+  struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+  struct ibv_srq *srq2 = ibv_create_srq(pd, &sa);
+  struct ibv_srq *osrq = ibv_create_srq(opd, &sa);
+  if (!srq2 || !osrq) probe_die("two SRQs");
+  WITH_HANDLE(srq2, osrq->handle,
+              EXPECT_RC("destroy_srq.handle_of_another_context", ENOENT,
+                        ibv_destroy_srq(srq2)));
+  EXPECT_RC("destroy_srq.after_a_handle_of_another_context", 0,
+            ibv_destroy_srq(srq2));
+  ibv_destroy_srq(osrq);
+  struct ibv_qp_attr init2 = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+  if (ibv_modify_qp(qp, &init2, init_mask)) probe_die("to INIT");
+  WITH_HANDLE(qp, oqp->handle,
+              EXPECT_RC("post_recv.handle_of_another_context", 0,
+                        post_one_recv(qp, omr, 9)));
   EXPECT_RC("dealloc_pd.after_a_handle_of_another_context", 0,
             ibv_dealloc_pd(pd2));
   ibv_dereg_mr(omr);
