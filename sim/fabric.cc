@@ -319,7 +319,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
   if (!blocking) {
     // A poll: what is due now, else the events of the next moment.
     int64_t limit = now_ns_;
-    bool stepped_time = false;
+    bool stepped_time = frozen_;  // frozen: never the next moment
     while (!done()) {
       if (events_.empty()) return false;
       if (events_.top().at_ns <= limit) {
@@ -336,7 +336,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
   const int64_t budget =
       std::max<int64_t>(0, absl::ToInt64Nanoseconds(timeout));
   bool real_time = false;
-  int64_t limit = now_ns_ + budget;
+  int64_t limit = frozen_ ? now_ns_ : now_ns_ + budget;
   const absl::Time real_deadline = absl::Now() + timeout;
   uint64_t steps = 0;
   while (true) {
@@ -345,7 +345,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
         (multi_threaded_ || callers_.load(std::memory_order_relaxed) > 1)) {
       multi_threaded_ = true;
       real_time = true;
-      limit = INT64_MAX;
+      limit = frozen_ ? now_ns_ : INT64_MAX;
     }
     if (!events_.empty()) {
       if (events_.top().at_ns <= limit) {
@@ -479,6 +479,17 @@ void Fabric::ClearFaults() {
   faults_.links.clear();
   faults_.regfail_nth = 0;
   faults_.postfail_nth = 0;
+}
+
+absl::Status Fabric::Freeze(bool frozen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (udp_ != nullptr) {
+    return Errno(EOPNOTSUPP, "virtual time cannot be frozen in real time "
+                             "(VERBSIM_UDP)");
+  }
+  frozen_ = frozen;
+  cv_.notify_all();
+  return absl::OkStatus();
 }
 
 void Fabric::Reseed(uint64_t seed) {

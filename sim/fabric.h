@@ -179,6 +179,11 @@ class Fabric {
   // (jitter, ACK coalescing, placement order, fault probabilities) is the
   // one a fabric made with that seed would take from here.
   void Reseed(uint64_t seed);
+  // Freezes virtual time (or lets it run again): while frozen, polls and
+  // waits run only the events due now and never move the clock on, so
+  // nothing that needs time (a packet's flight, a timer) happens until
+  // RunFor or RunUntilIdle moves it. EOPNOTSUPP in real time (UDP).
+  absl::Status Freeze(bool frozen);
   // How often each packet rule matched and fired, in the order added.
   std::vector<PacketRule> PacketRules();
   absl::StatusOr<NodeStats> GetNodeStats(int node);
@@ -305,6 +310,7 @@ class Fabric {
   absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
   std::mt19937_64 rng_;
+  bool frozen_ = false;  // Freeze()
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
   FaultPlan faults_;
   uint64_t registrations_ = 0;

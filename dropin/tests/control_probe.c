@@ -28,6 +28,57 @@ static long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* Frozen virtual time: a send between two QPs of sim0 does not complete
+ * however often the CQ is polled, and the clock stays; advance_time moves
+ * it on and the send completes. */
+static void frozen_time(struct verbsim_control *vc, struct ibv_context *ctx) {
+  union ibv_gid gid;
+  static char buf[4096];
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+  struct ibv_mr *mr =
+      pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+  struct ibv_qp_init_attr a = {.send_cq = cq, .recv_cq = cq,
+                               .qp_type = IBV_QPT_RC,
+                               .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+                                       .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp *q0 = mr ? ibv_create_qp(pd, &a) : NULL;
+  struct ibv_qp *q1 = mr ? ibv_create_qp(pd, &a) : NULL;
+  if (!q0 || !q1 || ibv_query_gid(ctx, 1, 0, &gid) ||
+      probe_connect_rc(q0, q1->qp_num, &gid, 0, IBV_ACCESS_LOCAL_WRITE) ||
+      probe_connect_rc(q1, q0->qp_num, &gid, 0, IBV_ACCESS_LOCAL_WRITE))
+    probe_die("a connected pair on sim0");
+  struct ibv_sge rs = {.addr = (uintptr_t)buf + 64, .length = 64,
+                       .lkey = mr->lkey};
+  struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1};
+  struct ibv_recv_wr *rbad;
+  struct ibv_sge ss = {.addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey};
+  struct ibv_send_wr swr = {.wr_id = 2, .sg_list = &ss, .num_sge = 1,
+                            .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SIGNALED};
+  struct ibv_send_wr *sbad;
+  check(vc->freeze_time(1) == 0, "freeze_time");
+  const uint64_t t0 = vc->now_ns();
+  if (ibv_post_recv(q1, &rwr, &rbad) || ibv_post_send(q0, &swr, &sbad))
+    probe_die("the posts");
+  struct ibv_wc wc[2];
+  int got = 0;
+  for (int i = 0; i < 1000; i++) got += ibv_poll_cq(cq, 2, wc);
+  check(got == 0 && vc->now_ns() == t0,
+        "freeze_time.polls_complete_nothing_and_the_clock_stays");
+  check(vc->advance_time(1000000) == 0, "freeze_time.advance_time_runs");
+  got = ibv_poll_cq(cq, 2, wc);
+  check(got == 2 && wc[0].status == IBV_WC_SUCCESS &&
+            wc[1].status == IBV_WC_SUCCESS,
+        "freeze_time.the_send_completes_once_time_moves");
+  check(vc->freeze_time(0) == 0, "freeze_time.thawed");
+  ibv_destroy_qp(q0);
+  ibv_destroy_qp(q1);
+  ibv_dereg_mr(mr);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   struct verbsim_control vc;
@@ -67,6 +118,7 @@ int main(int argc, char **argv) {
     check(vc.write_pcap(pcap) == 0 && file_size(pcap) >= 24,
           "write_pcap.has_the_pcap_header");
     check(vc.write_trace("/nonexistent/dir/x") != 0, "write_trace.bad_path");
+    frozen_time(&vc, ctx);
     ibv_close_device(ctx);
   }
   printf("control_probe: %d checks, %d failed\n", checks, probe_failures());

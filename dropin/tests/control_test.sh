@@ -9,7 +9,7 @@ source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
 dir="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests"
 out="$(run_bounded 60 "${dir}/control_probe" 2>&1)" || fail "control_probe: ${out}"
 echo "${out}"
-grep -q '^control_probe: 1[0-9] checks, 0 failed$' <<<"${out}" || fail "control_probe summary"
+grep -q '^control_probe: 2[0-9] checks, 0 failed$' <<<"${out}" || fail "control_probe summary"
 out="$(env -u LD_LIBRARY_PATH timeout 60 "${dir}/control_probe" absent 2>&1)" ||
   fail "control_probe absent: ${out}"
 echo "${out}"

@@ -93,6 +93,12 @@ int verbsim_advance_time(uint64_t ns) {
   return 0;
 }
 
+int verbsim_freeze_time(int frozen) {
+  sim::Fabric* f = TheFabric();
+  if (f == nullptr) return ENODEV;
+  return Errno(f->Freeze(frozen != 0));
+}
+
 uint64_t verbsim_now_ns(void) {
   sim::Fabric* f = TheFabric();
   if (f == nullptr) return 0;

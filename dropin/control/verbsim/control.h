@@ -61,6 +61,10 @@ struct verbsim_control {
   /* Runs the fabric's events for `ns` nanoseconds of virtual time and moves
    * its clock on (EOPNOTSUPP in real time, under VERBSIM_UDP). */
   int (*advance_time)(uint64_t ns);
+  /* Freezes virtual time (1) or lets it run (0): while frozen, polls run
+   * only what is due now, so nothing that takes time happens until
+   * advance_time (EOPNOTSUPP in real time). */
+  int (*freeze_time)(int frozen);
   /* The fabric's virtual time in nanoseconds. */
   uint64_t (*now_ns)(void);
   /* Starts (or stops) keeping trace records and packets, so that the two
@@ -80,6 +84,7 @@ int verbsim_query_qp_counters(struct ibv_qp *qp,
                               struct verbsim_qp_counters *out);
 int verbsim_query_node_counters(int node, struct verbsim_node_counters *out);
 int verbsim_advance_time(uint64_t ns);
+int verbsim_freeze_time(int frozen);
 uint64_t verbsim_now_ns(void);
 int verbsim_keep_records(int keep);
 int verbsim_write_trace(const char *path);
@@ -99,6 +104,7 @@ static inline int verbsim_control_open(struct verbsim_control *c) {
   VERBSIM_FIND_(query_qp_counters, "verbsim_query_qp_counters");
   VERBSIM_FIND_(query_node_counters, "verbsim_query_node_counters");
   VERBSIM_FIND_(advance_time, "verbsim_advance_time");
+  VERBSIM_FIND_(freeze_time, "verbsim_freeze_time");
   VERBSIM_FIND_(now_ns, "verbsim_now_ns");
   VERBSIM_FIND_(keep_records, "verbsim_keep_records");
   VERBSIM_FIND_(write_trace, "verbsim_write_trace");
@@ -107,7 +113,7 @@ static inline int verbsim_control_open(struct verbsim_control *c) {
   if (lib) dlclose(lib);  /* the program's own reference keeps it loaded */
   if (c->add_faults && c->clear_faults && c->set_seed &&
       c->query_qp_counters && c->query_node_counters && c->advance_time &&
-      c->now_ns && c->keep_records && c->write_trace && c->write_pcap)
+      c->freeze_time && c->now_ns && c->keep_records && c->write_trace && c->write_pcap)
     return 1;
   *c = (struct verbsim_control){0};
   return 0;
