@@ -49,3 +49,24 @@ run_bounded() {
   shift
   timeout --kill-after=5 "${secs}" "$@"
 }
+
+# probe_ids OUTPUT: the check ids a probe's output made ("ok: ID") or
+# skipped ("skip: ID: why").
+probe_ids() {
+  sed -n 's/^ok: //p; s/^skip: \([a-z_]*\.[a-z0-9_]*\): .*/\1/p' <<<"$1"
+}
+
+# check_ids_listed DOC IDS: every id in IDS (one per line) is in DOC's
+# tables (the backquoted names of their last column), and every id there is
+# in IDS; fails naming the difference.
+check_ids_listed() {
+  local doc="$1" made listed missing stale
+  made="$(grep -v '^$' <<<"$2" | sort -u)"
+  listed="$(awk -F'|' '/^\|/ {print $(NF-1)}' "${doc}" |
+    grep -o '`[a-z_]*\.[a-z0-9_]*`' | tr -d '`' | sort -u)"
+  missing="$(comm -23 <(echo "${made}") <(echo "${listed}"))"
+  [[ -z "${missing}" ]] || fail "checks made but not in $(basename "${doc}"): ${missing//$'\n'/ }"
+  stale="$(comm -13 <(echo "${made}") <(echo "${listed}"))"
+  [[ -z "${stale}" ]] || fail "checks in $(basename "${doc}") that the probe does not make: ${stale//$'\n'/ }"
+  echo "PASS: $(wc -l <<<"${made}") checks, each in $(basename "${doc}")"
+}

@@ -22,26 +22,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dropin/tests/probe_checks.h"
 #include "dropin/tests/probe_qp.h"
 
-static int checks, failures;
 static struct ibv_context *ctx;
 static int gid_index;
 static union ibv_gid gid;
 static int iwarp;
-static const char *answers = "rxe";
 
-enum { kNotMade = -1000 };
 /* Where a set's answer is not rxe's. rxe and siw run the posts, the polls
  * and (siw) the CQ notify in user space: the handle never reaches the
  * kernel there, so a garbled one goes unnoticed; the ibta profile refuses
  * it, as a device that checks would. */
-static const struct {
-  const char *set;
-  const char *id;
-  int answer;
-  const char *why;
-} other_answers[] = {
+static const struct probe_answer other_answers[] = {
     {"ibta", "post_recv.garbled_handle", ENOENT, NULL},
     {"ibta", "post_srq_recv.garbled_handle", ENOENT, NULL},
     {"ibta", "poll_cq.garbled_handle", -1, NULL},
@@ -58,59 +51,6 @@ static const struct {
     {"siw", "alloc_mw.garbled_pd", EOPNOTSUPP, NULL},
     {"siw", "query_srq.destroyed", EOPNOTSUPP, NULL},
 };
-
-static long answer(const char *id, long rxe) {
-  for (size_t i = 0; i < sizeof(other_answers) / sizeof(other_answers[0]);
-       i++) {
-    if (strcmp(other_answers[i].set, answers) == 0 &&
-        strcmp(other_answers[i].id, id) == 0) {
-      if (other_answers[i].answer == kNotMade)
-        printf("skip: %s: %s\n", id, other_answers[i].why);
-      return other_answers[i].answer;
-    }
-  }
-  return rxe;
-}
-
-static void pass(const char *id, int ok, const char *fmt, long a, long b) {
-  checks++;
-  if (ok) {
-    printf("ok: %s\n", id);
-    return;
-  }
-  failures++;
-  printf("FAIL: %s: ", id);
-  printf(fmt, a, b);
-  printf("\n");
-}
-
-static void skip(const char *id, const char *why) {
-  printf("skip: %s: %s\n", id, why);
-}
-
-/* A call returning an errno value: `want` (0 for success). */
-#define EXPECT_RC(id, rxe_want, expr)                                       \
-  do {                                                                      \
-    long want_ = answer(id, rxe_want);                                      \
-    if (want_ == kNotMade) break;                                           \
-    errno = 0;                                                              \
-    int rc_ = (expr);                                                       \
-    pass(id, rc_ == want_, "want %ld, got %ld", want_, (long)rc_);          \
-  } while (0)
-
-/* A call returning an object: NULL with errno `want`. Frees what came. */
-#define EXPECT_NULL(id, rxe_want, expr, destroy)                            \
-  do {                                                                      \
-    long want_ = answer(id, rxe_want);                                      \
-    if (want_ == kNotMade) break;                                           \
-    errno = 0;                                                              \
-    void *got_ = (void *)(expr);                                            \
-    int err_ = errno;                                                       \
-    pass(id, got_ == NULL && err_ == want_,                                 \
-         "want NULL with errno %ld, got errno %ld", want_,                  \
-         got_ ? -1L : (long)err_);                                          \
-    if (got_) destroy(got_);                                                \
-  } while (0)
 
 /* Runs `stmt` with obj->handle set to `value`, then puts the handle back. */
 #define WITH_HANDLE(obj, value, stmt)                                       \
@@ -242,7 +182,7 @@ static void garbled(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr) {
   WITH_HANDLE(qp, kGarbled,
               EXPECT_RC("modify_qp.garbled_handle", ENOENT,
                         ibv_modify_qp(qp, &init, init_mask) ? errno : 0));
-  pass("modify_qp.garbled_handle_keeps_the_qp",
+  probe_pass("modify_qp.garbled_handle_keeps_the_qp",
        qp_state(qp) == IBV_QPS_RESET, "state %ld%.0ld", qp_state(qp), 0);
   struct ibv_qp_attr qa;
   struct ibv_qp_init_attr qi;
@@ -314,7 +254,7 @@ static void garbled(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr) {
                           ibv_alloc_mw(pd, IBV_MW_TYPE_2), free_mw));
 
   /* rxe 6.1 re-registers nothing: EOPNOTSUPP comes before the lookup. */
-  const long rereg_errno = answer("rereg_mr.garbled_handle", EOPNOTSUPP);
+  const long rereg_errno = probe_answer("rereg_mr.garbled_handle", EOPNOTSUPP);
   if (rereg_errno != kNotMade) {
     int rc = 0, err = 0;
     WITH_HANDLE(mr, kGarbled, {
@@ -323,7 +263,7 @@ static void garbled(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr) {
                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
       err = errno;
     });
-    pass("rereg_mr.garbled_handle",
+    probe_pass("rereg_mr.garbled_handle",
          rc == IBV_REREG_MR_ERR_CMD && err == rereg_errno,
          "want IBV_REREG_MR_ERR_CMD with the set's errno, got %ld with errno "
          "%ld", rc, err);
@@ -331,7 +271,7 @@ static void garbled(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr) {
 
   struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
   if (mw == NULL) {
-    skip("dealloc_mw.garbled_handle", "the device has no memory windows");
+    probe_skip("dealloc_mw.garbled_handle", "the device has no memory windows");
   } else {
     WITH_HANDLE(mw, kGarbled,
                 EXPECT_RC("dealloc_mw.garbled_handle", ENOENT,
@@ -340,9 +280,9 @@ static void garbled(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr) {
   }
 
   if (iwarp) {
-    skip("create_ah.garbled_pd", "iWARP has no address handles");
-    skip("post_send.garbled_handle", "iWARP QPs reach RTS through the CM");
-    skip("attach_mcast.garbled_handle", "iWARP has no UD QPs");
+    probe_skip("create_ah.garbled_pd", "iWARP has no address handles");
+    probe_skip("post_send.garbled_handle", "iWARP QPs reach RTS through the CM");
+    probe_skip("attach_mcast.garbled_handle", "iWARP has no UD QPs");
   } else {
     struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
     aa.grh.dgid = gid;
@@ -361,7 +301,7 @@ static void garbled(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_mr *mr) {
     if (post_one_recv(ud, mr, 6)) probe_die("ibv_post_recv (UD)");
     EXPECT_RC("post_send.after_a_garbled_handle", 0,
               post_one_ud_send(ud, ah, mr, 7));
-    pass("post_send.after_a_garbled_handle_completes", await(cq, 7),
+    probe_pass("post_send.after_a_garbled_handle_completes", await(cq, 7),
          "no successful completion of the next send%.0ld%.0ld", 0, 0);
     union ibv_gid mgid = {.raw = {0xff, 0x12, 0x40, 0x1b}};
     mgid.raw[15] = 7;
@@ -426,7 +366,7 @@ static void other_context(struct ibv_pd *pd, struct ibv_cq *cq) {
   WITH_HANDLE(qp, oqp->handle,
               EXPECT_RC("modify_qp.handle_of_another_context", ENOENT,
                         ibv_modify_qp(qp, &init, init_mask) ? errno : 0));
-  pass("modify_qp.handle_of_another_context_keeps_both",
+  probe_pass("modify_qp.handle_of_another_context_keeps_both",
        qp_state(qp) == IBV_QPS_RESET && qp_state(oqp) == IBV_QPS_RESET,
        "states %ld and %ld", qp_state(qp), qp_state(oqp));
   struct ibv_qp_attr qa;
@@ -467,7 +407,7 @@ static void other_context(struct ibv_pd *pd, struct ibv_cq *cq) {
   ibv_destroy_srq(osrq);
   struct ibv_qp_attr init2 = {.qp_state = IBV_QPS_INIT, .port_num = 1};
   if (ibv_modify_qp(qp, &init2, init_mask)) probe_die("to INIT");
-  if (answer("post_recv.handle_of_another_context", 0) != kNotMade) {
+  if (probe_answer("post_recv.handle_of_another_context", 0) != kNotMade) {
     WITH_HANDLE(qp, oqp->handle,
                 EXPECT_RC("post_recv.handle_of_another_context", 0,
                           post_one_recv(qp, omr, 9)));
@@ -543,7 +483,7 @@ static void destroyed(struct ibv_pd *pd, struct ibv_cq *cq) {
   EXPECT_RC("dealloc_pd.destroyed", ENOENT, ibv_dealloc_pd(dpd));
   struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
   if (mw == NULL) {
-    skip("dealloc_mw.destroyed", "the device has no memory windows");
+    probe_skip("dealloc_mw.destroyed", "the device has no memory windows");
   } else {
     if (ibv_dealloc_mw(mw)) probe_die("ibv_dealloc_mw");
     EXPECT_RC("dealloc_mw.destroyed", ENOENT, ibv_dealloc_mw(mw));
@@ -554,9 +494,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   ctx = probe_open(argc > 1 ? argv[1] : NULL);
   gid_index = argc > 2 ? atoi(argv[2]) : 0;
-  if (argc > 3) answers = argv[3];
-  if (strcmp(answers, "rxe") && strcmp(answers, "ibta") && strcmp(answers, "siw"))
-    probe_die("ANSWERS: rxe, ibta or siw");
+  probe_use_answers(argc > 3 ? argv[3] : "rxe", other_answers,
+                    sizeof(other_answers) / sizeof(other_answers[0]));
   const int sim = argc > 4 && strcmp(argv[4], "sim") == 0;
   iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
   if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");
@@ -574,11 +513,10 @@ int main(int argc, char **argv) {
   if (sim)
     destroyed(pd, cq);
   else
-    skip("destroyed", "a real libibverbs frees a destroyed object's struct");
+    probe_skip("destroyed", "a real libibverbs frees a destroyed object's struct");
 
   EXPECT_RC("dereg_mr.at_the_end", 0, ibv_dereg_mr(mr));
   EXPECT_RC("destroy_cq.at_the_end", 0, ibv_destroy_cq(cq));
   EXPECT_RC("dealloc_pd.at_the_end", 0, ibv_dealloc_pd(pd));
-  printf("handle_checks_probe: %d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return probe_summary("handle_checks_probe");
 }

@@ -18,13 +18,6 @@ for profile in ibta rxe siw; do
   [[ ${rc} == 0 ]] || fail "handle_checks_probe on ${profile} exited ${rc}"
   grep -q '^handle_checks_probe: [0-9]* checks, 0 failed$' <<<"${out}" ||
     fail "no summary line on ${profile}"
-  ran+="$(sed -n 's/^ok: //p; s/^skip: \([a-z_]*\.[a-z0-9_]*\): .*/\1/p' <<<"${out}")"$'\n'
+  ran+="$(probe_ids "${out}")"$'\n'
 done
-listed="$(awk -F'|' '/^\|/ {print $(NF-1)}' "${doc}" |
-  grep -o '`[a-z_]*\.[a-z0-9_]*`' | tr -d '`' | sort -u)"
-made="$(grep -v '^$' <<<"${ran}" | sort -u)"
-missing="$(comm -23 <(echo "${made}") <(echo "${listed}"))"
-[[ -z "${missing}" ]] || fail "checks made but not in docs/drop-in-handles.md: ${missing//$'\n'/ }"
-stale="$(comm -13 <(echo "${made}") <(echo "${listed}"))"
-[[ -z "${stale}" ]] || fail "checks in docs/drop-in-handles.md that the probe does not make: ${stale//$'\n'/ }"
-echo "PASS: $(wc -l <<<"${made}") checks, each in docs/drop-in-handles.md"
+check_ids_listed "${doc}" "${ran}"

@@ -19,55 +19,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "dropin/tests/probe_checks.h"
 #include "dropin/tests/probe_qp.h"
 
-static int checks, failures;
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static int gid_index;
 static union ibv_gid gid;
-static const char *answers = "rxe";
 
 /* Where a set's answer is not rxe's: the ibta profile refuses a BIND_MW
  * work request for a type 1 window (IBA 10.6.7.2: type 1 windows are bound
  * by the verb), which rdma-core's rxe posts itself. */
-static const struct {
-  const char *set;
-  const char *id;
-  int answer;
-} other_answers[] = {
+static const struct probe_answer other_answers[] = {
     {"ibta", "post_send.bind_mw_wr_of_a_type1_window", EINVAL},
 };
-
-static long answer(const char *id, long rxe) {
-  for (size_t i = 0; i < sizeof(other_answers) / sizeof(other_answers[0]);
-       i++) {
-    if (strcmp(other_answers[i].set, answers) == 0 &&
-        strcmp(other_answers[i].id, id) == 0)
-      return other_answers[i].answer;
-  }
-  return rxe;
-}
-
-static void pass(const char *id, int ok, const char *fmt, long a, long b) {
-  checks++;
-  if (ok) {
-    printf("ok: %s\n", id);
-    return;
-  }
-  failures++;
-  printf("FAIL: %s: ", id);
-  printf(fmt, a, b);
-  printf("\n");
-}
-
-#define EXPECT_RC(id, rxe_want, expr)                                       \
-  do {                                                                      \
-    long want_ = answer(id, rxe_want);                                      \
-    errno = 0;                                                              \
-    int rc_ = (expr);                                                       \
-    pass(id, rc_ == want_, "want %ld, got %ld", want_, (long)rc_);          \
-  } while (0)
 
 /* Two RC QPs of one device connected to each other, on one CQ each. */
 struct pair {
@@ -181,7 +146,7 @@ static int bind2_wr(struct pair *p, struct ibv_mw *mw, uint32_t rkey,
 
 static void type1(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
-  pass("alloc_mw.type1", mw && mw->type == IBV_MW_TYPE_1 && mw->pd == pd,
+  probe_pass("alloc_mw.type1", mw && mw->type == IBV_MW_TYPE_1 && mw->pd == pd,
        "errno %ld%.0ld", mw ? 0 : errno, 0);
   if (!mw) return;
   EXPECT_RC("dealloc_pd.with_a_window", EBUSY, ibv_dealloc_pd(pd));
@@ -191,14 +156,14 @@ static void type1(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   int status;
   EXPECT_RC("bind_mw.type1", 0,
             bind1(&p, mw, target, (uintptr_t)target->addr, 64, &status));
-  pass("bind_mw.type1_completes", status == IBV_WC_SUCCESS,
+  probe_pass("bind_mw.type1_completes", status == IBV_WC_SUCCESS,
        "status %ld%.0ld", status, 0);
-  pass("bind_mw.type1_next_rkey", mw->rkey == ibv_inc_rkey(old_rkey),
+  probe_pass("bind_mw.type1_next_rkey", mw->rkey == ibv_inc_rkey(old_rkey),
        "rkey 0x%lx after 0x%lx", mw->rkey, old_rkey);
   memcpy(buf, "windowed", 8);
   int st = read_through(&p, mw->rkey, (uintptr_t)target->addr,
                         (char *)local->addr, local->lkey);
-  pass("rdma_read.through_a_type1_window",
+  probe_pass("rdma_read.through_a_type1_window",
        st == IBV_WC_SUCCESS && memcmp(local->addr, "windowed", 8) == 0,
        "status %ld%.0ld", st, 0);
   free_pair(&p);
@@ -208,19 +173,19 @@ static void type1(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   EXPECT_RC("bind_mw.type1_past_the_region", 0,
             bind1(&p, mw, target, (uintptr_t)target->addr + 4000, 4096,
                   &status));
-  pass("bind_mw.type1_past_the_region_completes_mw_bind_err",
+  probe_pass("bind_mw.type1_past_the_region_completes_mw_bind_err",
        status == IBV_WC_MW_BIND_ERR, "status %ld%.0ld", status, 0);
   /* The verb moved ibv_mw::rkey on; the window kept its key, and a bind
    * naming the moved one fails: the program puts the old one back
    * (ibv_bind_mw(3)). */
-  pass("bind_mw.type1_refused_still_moves_the_struct_rkey",
+  probe_pass("bind_mw.type1_refused_still_moves_the_struct_rkey",
        mw->rkey == ibv_inc_rkey(before), "rkey 0x%lx, was 0x%lx", mw->rkey,
        before);
   free_pair(&p);
   p = make_pair(pd, 0);
   EXPECT_RC("bind_mw.type1_after_a_refused_one", 0,
             bind1(&p, mw, target, (uintptr_t)target->addr, 64, &status));
-  pass("bind_mw.type1_after_a_refused_one_completes_mw_bind_err",
+  probe_pass("bind_mw.type1_after_a_refused_one_completes_mw_bind_err",
        status == IBV_WC_MW_BIND_ERR, "status %ld%.0ld", status, 0);
   mw->rkey = before;
   free_pair(&p);
@@ -237,20 +202,20 @@ static void type1(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   p = make_pair(pd, 0);
   EXPECT_RC("bind_mw.type1_again", 0,
             bind1(&p, mw, target, (uintptr_t)target->addr, 64, &status));
-  pass("bind_mw.type1_again_completes", status == IBV_WC_SUCCESS,
+  probe_pass("bind_mw.type1_again_completes", status == IBV_WC_SUCCESS,
        "status %ld%.0ld", status, 0);
   const uint32_t bound = mw->rkey;
   EXPECT_RC("dealloc_mw.bound_type1", 0, ibv_dealloc_mw(mw));
   st = read_through(&p, bound, (uintptr_t)target->addr, (char *)local->addr,
                     local->lkey);
-  pass("rdma_read.through_a_deallocated_window_rem_access_err",
+  probe_pass("rdma_read.through_a_deallocated_window_rem_access_err",
        st == IBV_WC_REM_ACCESS_ERR, "status %ld%.0ld", st, 0);
   free_pair(&p);
 }
 
 static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
-  pass("alloc_mw.type2", mw && mw->type == IBV_MW_TYPE_2,
+  probe_pass("alloc_mw.type2", mw && mw->type == IBV_MW_TYPE_2,
        "errno %ld%.0ld", mw ? 0 : errno, 0);
   if (!mw) return;
   struct ibv_mw_bind b = {.wr_id = 1};
@@ -263,17 +228,17 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   EXPECT_RC("post_send.bind_mw_type2", 0,
             bind2_wr(&p, mw, rkey, target, (uintptr_t)target->addr, 64,
                      &status));
-  pass("post_send.bind_mw_type2_completes", status == IBV_WC_SUCCESS,
+  probe_pass("post_send.bind_mw_type2_completes", status == IBV_WC_SUCCESS,
        "status %ld%.0ld", status, 0);
   /* ibv_post_send(3) leaves ibv_mw::rkey as it was: the program keeps it
    * current, since the next bind names the window by it. */
-  pass("post_send.bind_mw_leaves_the_struct_rkey", mw->rkey == first,
+  probe_pass("post_send.bind_mw_leaves_the_struct_rkey", mw->rkey == first,
        "rkey 0x%lx, was 0x%lx", mw->rkey, first);
   mw->rkey = rkey;
   memcpy(buf + 8, "secondwn", 8);
   int st = read_through(&p, rkey, (uintptr_t)target->addr + 8, (char *)local->addr,
                         local->lkey);
-  pass("rdma_read.through_a_type2_window",
+  probe_pass("rdma_read.through_a_type2_window",
        st == IBV_WC_SUCCESS && memcmp(local->addr, "secondwn", 8) == 0,
        "status %ld%.0ld", st, 0);
 
@@ -285,12 +250,12 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   EXPECT_RC("post_send.local_inv_of_a_type2_window", 0,
             ibv_post_send(p.qp[1], &inv, &bad));
   next_wc(p.cq[1], &wc);
-  pass("post_send.local_inv_completes",
+  probe_pass("post_send.local_inv_completes",
        wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV,
        "status %ld, opcode %ld", wc.status, wc.opcode);
   st = read_through(&p, rkey, (uintptr_t)target->addr + 8, (char *)local->addr,
                     local->lkey);
-  pass("rdma_read.through_an_invalidated_window_rem_access_err",
+  probe_pass("rdma_read.through_an_invalidated_window_rem_access_err",
        st == IBV_WC_REM_ACCESS_ERR, "status %ld%.0ld", st, 0);
   free_pair(&p);
 
@@ -300,7 +265,7 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   EXPECT_RC("post_send.bind_mw_named_by_a_stale_rkey", 0,
             bind2_wr(&p, mw, ibv_inc_rkey(rkey), target,
                      (uintptr_t)target->addr, 64, &status));
-  pass("post_send.bind_mw_named_by_a_stale_rkey_completes_mw_bind_err",
+  probe_pass("post_send.bind_mw_named_by_a_stale_rkey_completes_mw_bind_err",
        status == IBV_WC_MW_BIND_ERR, "status %ld%.0ld", status, 0);
   mw->rkey = rkey;
   free_pair(&p);
@@ -311,7 +276,7 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   EXPECT_RC("post_send.bind_mw_type2_again", 0,
             bind2_wr(&p, mw, rkey2, target, (uintptr_t)target->addr, 64,
                      &status));
-  pass("post_send.bind_mw_type2_again_completes", status == IBV_WC_SUCCESS,
+  probe_pass("post_send.bind_mw_type2_again_completes", status == IBV_WC_SUCCESS,
        "status %ld%.0ld", status, 0);
   mw->rkey = rkey2;
   struct ibv_sge rsge = {.addr = (uintptr_t)local->addr + 1024, .length = 64,
@@ -327,22 +292,22 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
                             .invalidate_rkey = rkey2};
   EXPECT_RC("post_send.send_with_inv", 0, ibv_post_send(p.qp[0], &swi, &bad));
   next_wc(p.cq[0], &wc);
-  pass("post_send.send_with_inv_completes", wc.status == IBV_WC_SUCCESS,
+  probe_pass("post_send.send_with_inv_completes", wc.status == IBV_WC_SUCCESS,
        "status %ld%.0ld", wc.status, 0);
   next_wc(p.cq[1], &wc);
-  pass("post_send.send_with_inv_received",
+  probe_pass("post_send.send_with_inv_received",
        wc.status == IBV_WC_SUCCESS && wc.wr_id == 9, "status %ld, wr_id %ld",
        wc.status, (long)wc.wr_id);
   st = read_through(&p, rkey2, (uintptr_t)target->addr, (char *)local->addr,
                     local->lkey);
-  pass("rdma_read.after_send_with_inv_rem_access_err",
+  probe_pass("rdma_read.after_send_with_inv_rem_access_err",
        st == IBV_WC_REM_ACCESS_ERR, "status %ld%.0ld", st, 0);
   free_pair(&p);
 
   /* ibv_wr_bind_mw on a QP made with IBV_QP_EX_WITH_BIND_MW. */
   p = make_pair(pd, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND);
   struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(p.qp[1]);
-  pass("create_qp_ex.with_bind_mw", qpx != NULL, "no ibv_qp_ex%.0ld%.0ld", 0,
+  probe_pass("create_qp_ex.with_bind_mw", qpx != NULL, "no ibv_qp_ex%.0ld%.0ld", 0,
        0);
   if (qpx) {
     const uint32_t rkey3 = ibv_inc_rkey(rkey2);
@@ -357,12 +322,12 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
     EXPECT_RC("wr_bind_mw.type2", 0, ibv_wr_complete(qpx));
     mw->rkey = rkey3;
     next_wc(p.cq[1], &wc);
-    pass("wr_bind_mw.type2_completes",
+    probe_pass("wr_bind_mw.type2_completes",
          wc.status == IBV_WC_SUCCESS && wc.wr_id == 11,
          "status %ld, wr_id %ld", wc.status, (long)wc.wr_id);
     st = read_through(&p, rkey3, (uintptr_t)target->addr, (char *)local->addr,
                       local->lkey);
-    pass("rdma_read.through_a_wr_bound_window", st == IBV_WC_SUCCESS,
+    probe_pass("rdma_read.through_a_wr_bound_window", st == IBV_WC_SUCCESS,
          "status %ld%.0ld", st, 0);
   }
   free_pair(&p);
@@ -373,9 +338,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   ctx = probe_open(argc > 1 ? argv[1] : NULL);
   gid_index = argc > 2 ? atoi(argv[2]) : 0;
-  if (argc > 3) answers = argv[3];
-  if (strcmp(answers, "rxe") && strcmp(answers, "ibta") && strcmp(answers, "siw"))
-    probe_die("ANSWERS: rxe, ibta or siw");
+  probe_use_answers(argc > 3 ? argv[3] : "rxe", other_answers,
+                    sizeof(other_answers) / sizeof(other_answers[0]));
   if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");
   struct ibv_device_attr dev;
   if (ibv_query_device(ctx, &dev)) probe_die("ibv_query_device");
@@ -383,14 +347,14 @@ int main(int argc, char **argv) {
   if (!pd) probe_die("ibv_alloc_pd");
 
   const int windows = dev.max_mw > 0;
-  pass("query_device.mem_window_flag_matches_max_mw",
+  probe_pass("query_device.mem_window_flag_matches_max_mw",
        !!(dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW) == windows,
        "device_cap_flags 0x%lx, max_mw %ld", (long)dev.device_cap_flags,
        dev.max_mw);
   if (!windows) {
     errno = 0;
     struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
-    pass("alloc_mw.without_windows_eopnotsupp",
+    probe_pass("alloc_mw.without_windows_eopnotsupp",
          mw == NULL && errno == EOPNOTSUPP, "errno %ld%.0ld", errno, 0);
     printf("skip: windows: the device has none (max_mw 0)\n");
   } else if (ctx->device->transport_type == IBV_TRANSPORT_IWARP) {
@@ -408,6 +372,5 @@ int main(int argc, char **argv) {
     ibv_dereg_mr(local);
   }
   EXPECT_RC("dealloc_pd.at_the_end", 0, ibv_dealloc_pd(pd));
-  printf("mw_probe: %d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return probe_summary("mw_probe");
 }

@@ -25,42 +25,21 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "dropin/tests/probe_checks.h"
 #include "dropin/tests/probe_qp.h"
 
-static int checks, failures;
 static struct ibv_context *ctx;
 static struct ibv_device_attr dev;
 static struct ibv_port_attr port;
 static int gid_index;
 static union ibv_gid gid;
 
-static void pass(const char *id, int ok, const char *fmt, long a, long b) {
-  checks++;
-  if (ok) {
-    printf("ok: %s\n", id);
-    return;
-  }
-  failures++;
-  printf("FAIL: %s: ", id);
-  if (strstr(fmt, "%s"))
-    printf(fmt, a, (const char *)b);
-  else
-    printf(fmt, a, b);
-  printf("\n");
-}
-
 
 /* The answers of the ibta profile where the spec leaves the choice and
  * rxe takes the lenient one, and siw's where it is not rxe's
  * (docs/drop-in-checks.md says why for each); every other check has one
  * answer, rxe's. */
-enum { kNotMade = -1000 };  /* the check is not made with this set: why */
-static const struct {
-  const char *set;
-  const char *id;
-  int answer;
-  const char *why;
-} other_answers[] = {
+static const struct probe_answer other_answers[] = {
     {"siw", "reg_mr.range_wraps", EFAULT, NULL},
     {"siw", "req_notify_cq.refused_destroy_keeps_the_cq", kNotMade,
      "libsiw unmaps the CQ's ring before the kernel refuses the destroy: "
@@ -84,52 +63,7 @@ static const struct {
     {"ibta", "modify_qp.init_pkey_index_past_table", EINVAL, NULL},
     {"ibta", "modify_qp.rtr_max_dest_rd_atomic_past_max", EINVAL, NULL},
 };
-static const char *answers = "rxe";
 static int iwarp;
-
-static long answer(const char *id, long rxe) {
-  for (size_t i = 0; i < sizeof(other_answers) / sizeof(other_answers[0]);
-       i++) {
-    if (strcmp(other_answers[i].set, answers) == 0 &&
-        strcmp(other_answers[i].id, id) == 0) {
-      if (other_answers[i].answer == kNotMade)
-        printf("skip: %s: %s\n", id, other_answers[i].why);
-      return other_answers[i].answer;
-    }
-  }
-  return rxe;
-}
-
-/* A section the device cannot run, with why. */
-static void skip(const char *section, const char *why) {
-  printf("skip: %s: %s\n", section, why);
-}
-
-/* A call returning an object: NULL with errno `want`, or an object when
- * `want` is 0. Frees what came. */
-#define EXPECT_NULL(id, rxe_want, expr, destroy)                            \
-  do {                                                                      \
-    long want_ = answer(id, rxe_want);                                      \
-    errno = 0;                                                              \
-    void *got_ = (void *)(expr);                                            \
-    int err_ = errno;                                                       \
-    pass(id, want_ ? (got_ == NULL && err_ == want_) : got_ != NULL,        \
-         "want errno %ld (0: an object), got %s", want_,                    \
-         got_ ? (long)"an object" : (long)"NULL");                          \
-    if (got_ == NULL && err_ != want_)                                      \
-      printf("  (errno %d: %s)\n", err_, strerror(err_));                   \
-    if (got_) destroy(got_);                                                \
-  } while (0)
-
-/* A call returning an errno value: `want` (0 for success). */
-#define EXPECT_RC(id, rxe_want, expr)                                       \
-  do {                                                                      \
-    long want_ = answer(id, rxe_want);                                      \
-    if (want_ == kNotMade) break;                                           \
-    errno = 0;                                                              \
-    int rc_ = (expr);                                                       \
-    pass(id, rc_ == want_, "want %ld, got %ld", want_, (long)rc_);          \
-  } while (0)
 
 static void free_mr(void *p) { ibv_dereg_mr(p); }
 static void free_cq(void *p) { ibv_destroy_cq(p); }
@@ -215,7 +149,7 @@ static void regions(struct ibv_pd *pd, char *buf, size_t len) {
   EXPECT_NULL("reg_mr.read_only_memory_local_write", EFAULT,
               ibv_reg_mr(pd, ro, page, IBV_ACCESS_LOCAL_WRITE), free_mr);
   struct ibv_mr *mr = ibv_reg_mr(pd, ro, page, IBV_ACCESS_REMOTE_READ);
-  pass("reg_mr.read_only_memory_remote_read", mr != NULL,
+  probe_pass("reg_mr.read_only_memory_remote_read", mr != NULL,
        "want a region, got NULL errno %ld%.0ld", errno, 0);
   if (mr) ibv_dereg_mr(mr);
   munmap(ro, page);
@@ -235,13 +169,13 @@ static void regions(struct ibv_pd *pd, char *buf, size_t len) {
             IBV_REREG_MR_ERR_CMD,
             ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
                          IBV_ACCESS_REMOTE_WRITE));
-  pass("rereg_mr.refused_keeps_the_region", mr->lkey == lkey,
+  probe_pass("rereg_mr.refused_keeps_the_region", mr->lkey == lkey,
        "lkey 0x%lx became 0x%lx", lkey, mr->lkey);
 
   /* A PD with a region stays, and still registers memory. */
   EXPECT_RC("dealloc_pd.with_region", EBUSY, ibv_dealloc_pd(pd));
   struct ibv_mr *again = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
-  pass("dealloc_pd.refused_keeps_the_pd", again != NULL,
+  probe_pass("dealloc_pd.refused_keeps_the_pd", again != NULL,
        "registering on it failed, errno %ld%.0ld", errno, 0);
   if (again) ibv_dereg_mr(again);
   ibv_dereg_mr(mr);
@@ -318,7 +252,7 @@ static void qp_transitions(struct ibv_pd *pd, struct ibv_cq *cq) {
             ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                                       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
                                       (1 << 30)));
-  pass("modify_qp.refused_keeps_reset", qp_state(qp) == IBV_QPS_RESET,
+  probe_pass("modify_qp.refused_keeps_reset", qp_state(qp) == IBV_QPS_RESET,
        "state %ld%.0ld", qp_state(qp), 0);
   EXPECT_RC("modify_qp.reset_to_init", 0, to_init(qp, 0));
 
@@ -366,7 +300,7 @@ static void qp_transitions(struct ibv_pd *pd, struct ibv_cq *cq) {
   EXPECT_RC("modify_qp.rtr_av_without_grh", EINVAL,
             ibv_modify_qp(qp, &a, rtr));
   a.ah_attr.is_global = 1;
-  pass("modify_qp.refused_keeps_init", qp_state(qp) == IBV_QPS_INIT,
+  probe_pass("modify_qp.refused_keeps_init", qp_state(qp) == IBV_QPS_INIT,
        "state %ld%.0ld", qp_state(qp), 0);
   EXPECT_RC("modify_qp.init_to_rtr", 0, ibv_modify_qp(qp, &a, rtr));
 
@@ -377,7 +311,7 @@ static void qp_transitions(struct ibv_pd *pd, struct ibv_cq *cq) {
                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   EXPECT_RC("modify_qp.rts_max_rd_atomic_past_max", EINVAL,
             ibv_modify_qp(qp, &a, rts));
-  pass("modify_qp.refused_keeps_rtr", qp_state(qp) == IBV_QPS_RTR,
+  probe_pass("modify_qp.refused_keeps_rtr", qp_state(qp) == IBV_QPS_RTR,
        "state %ld%.0ld", qp_state(qp), 0);
   a.max_rd_atomic = 1;
   EXPECT_RC("modify_qp.rtr_to_rts", 0, ibv_modify_qp(qp, &a, rts));
@@ -405,7 +339,7 @@ static void address_handles(struct ibv_pd *pd) {
   EXPECT_NULL("create_ah.port_past_last", EINVAL, ibv_create_ah(pd, &a),
               free_ah);
   struct ibv_ah *ah = ibv_create_ah(pd, &base);
-  pass("create_ah.to_own_gid", ah != NULL, "NULL, errno %ld%.0ld", errno, 0);
+  probe_pass("create_ah.to_own_gid", ah != NULL, "NULL, errno %ld%.0ld", errno, 0);
   if (ah) {
     EXPECT_RC("dealloc_pd.with_ah", EBUSY, ibv_dealloc_pd(pd));
     ibv_destroy_ah(ah);
@@ -438,10 +372,10 @@ static void srqs(struct ibv_pd *pd, struct ibv_cq *cq) {
   m.max_wr = dev.max_srq_wr + 1;
   EXPECT_RC("modify_srq.max_wr_past_max_srq_wr", EINVAL,
             ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR));
-  if (answer("modify_srq.refused_keeps_the_srq", 0) != kNotMade) {
+  if (probe_answer("modify_srq.refused_keeps_the_srq", 0) != kNotMade) {
     struct ibv_srq_attr after;
     if (ibv_query_srq(srq, &after)) probe_die("ibv_query_srq");
-    pass("modify_srq.refused_keeps_the_srq",
+    probe_pass("modify_srq.refused_keeps_the_srq",
          after.max_wr == q.max_wr && after.srq_limit == q.srq_limit,
          "max_wr %ld limit %ld after", after.max_wr, after.srq_limit);
   }
@@ -502,7 +436,7 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
   EXPECT_RC("post_send.init_state", EINVAL, ibv_post_send(qp, &w, &sbad));
   ibv_destroy_qp(qp);
   if (iwarp) {
-    skip("posts on a connected QP", "iWARP QPs connect through the CM");
+    probe_skip("posts on a connected QP", "iWARP QPs connect through the CM");
     ibv_dereg_mr(mr);
     return;
   }
@@ -534,7 +468,7 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
                            .send_flags = IBV_SEND_INLINE};
   EXPECT_RC("post_send.inline_past_max_inline_data", EINVAL,
             ibv_post_send(qp, &in, &sbad));
-  pass("post_send.refused_keeps_rts", qp_state(qp) == IBV_QPS_RTS,
+  probe_pass("post_send.refused_keeps_rts", qp_state(qp) == IBV_QPS_RTS,
        "state %ld%.0ld", qp_state(qp), 0);
 
   /* An atomic target off 8 bytes: rxe's library refuses it at the post
@@ -544,9 +478,9 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
   at.wr.atomic.remote_addr = (uintptr_t)buf + 68;
   at.sg_list = &sge;
   sbad = NULL;
-  long want = answer("post_send.atomic_target_unaligned", EINVAL);
+  long want = probe_answer("post_send.atomic_target_unaligned", EINVAL);
   int rc = ibv_post_send(qp, &at, &sbad);
-  pass("post_send.atomic_target_unaligned",
+  probe_pass("post_send.atomic_target_unaligned",
        rc == want && (want == 0 || sbad == &at), "want %ld, got %ld", want,
        rc);
   ibv_destroy_qp(qp);
@@ -581,10 +515,10 @@ static void posts(struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
     EXPECT_RC(ud_ops[i].id, 0, ibv_post_send(qp, &u, &sbad));
     int n = poll_one(cq, &wc);
     snprintf(id, sizeof(id), "%s_completes_loc_qp_op_err", ud_ops[i].id);
-    pass(id, n == 1 && wc.wr_id == u.wr_id && wc.status == IBV_WC_LOC_QP_OP_ERR,
+    probe_pass(id, n == 1 && wc.wr_id == u.wr_id && wc.status == IBV_WC_LOC_QP_OP_ERR,
          "polled %ld, status %ld", n, n == 1 ? (long)wc.status : -1);
     snprintf(id, sizeof(id), "%s_qp_to_error", ud_ops[i].id);
-    pass(id, qp_state(qp) == IBV_QPS_ERR, "state %ld%.0ld", qp_state(qp), 0);
+    probe_pass(id, qp_state(qp) == IBV_QPS_ERR, "state %ld%.0ld", qp_state(qp), 0);
     ibv_destroy_qp(qp);
   }
   ibv_dereg_mr(mr);
@@ -627,9 +561,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   ctx = probe_open(argc > 1 ? argv[1] : NULL);
   gid_index = argc > 2 ? atoi(argv[2]) : 0;
-  if (argc > 3) answers = argv[3];
-  if (strcmp(answers, "rxe") && strcmp(answers, "ibta") && strcmp(answers, "siw"))
-    probe_die("ANSWERS: rxe, ibta or siw");
+  probe_use_answers(argc > 3 ? argv[3] : "rxe", other_answers,
+                    sizeof(other_answers) / sizeof(other_answers[0]));
   iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
   if (ibv_query_device(ctx, &dev)) probe_die("ibv_query_device");
   if (ibv_query_port(ctx, 1, &port)) probe_die("ibv_query_port");
@@ -646,15 +579,15 @@ int main(int argc, char **argv) {
   cqs(pd);
   qp_creation(pd, cq);
   if (iwarp) {
-    skip("qp_transitions", "iWARP QPs reach RTS through the CM, not by hand");
-    skip("address_handles", "iWARP has no address handles");
+    probe_skip("qp_transitions", "iWARP QPs reach RTS through the CM, not by hand");
+    probe_skip("address_handles", "iWARP has no address handles");
   } else {
     qp_transitions(pd, cq);
     address_handles(pd);
   }
   srqs(pd, cq);
   if (iwarp)
-    skip("multicast", "iWARP has no UD QPs");
+    probe_skip("multicast", "iWARP has no UD QPs");
   else
     multicast(pd, cq);
   posts(pd, cq, buf, sizeof(buf));
@@ -662,6 +595,5 @@ int main(int argc, char **argv) {
 
   ibv_destroy_cq(cq);
   EXPECT_RC("dealloc_pd.empty", 0, ibv_dealloc_pd(pd));
-  printf("verb_checks_probe: %d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return probe_summary("verb_checks_probe");
 }

@@ -19,15 +19,6 @@ for profile in ibta rxe siw; do
     fail "no summary line on ${profile}"
   # Checks made, and checks a profile does not make (each must be listed
   # too, with its reason).
-  ran+="$(sed -n 's/^ok: //p; s/^skip: \([a-z_]*\.[a-z0-9_]*\): .*/\1/p' <<<"${out}")"$'\n'
+  ran+="$(probe_ids "${out}")"$'\n'
 done
-# The ids in the page: the backquoted names in the last column of its
-# tables.
-listed="$(awk -F'|' '/^\|/ {print $(NF-1)}' "${doc}" |
-  grep -o '`[a-z_]*\.[a-z0-9_]*`' | tr -d '`' | sort -u)"
-made="$(grep -v '^$' <<<"${ran}" | sort -u)"
-missing="$(comm -23 <(echo "${made}") <(echo "${listed}"))"
-[[ -z "${missing}" ]] || fail "checks made but not in docs/drop-in-checks.md: ${missing//$'\n'/ }"
-stale="$(comm -13 <(echo "${made}") <(echo "${listed}"))"
-[[ -z "${stale}" ]] || fail "checks in docs/drop-in-checks.md that the probe does not make: ${stale//$'\n'/ }"
-echo "PASS: $(wc -l <<<"${made}") checks, each in docs/drop-in-checks.md"
+check_ids_listed "${doc}" "${ran}"
