@@ -6,6 +6,11 @@
 # refused with their own status and a message.
 set -uo pipefail
 verbsim="${PWD}/tools/verbsim"
+# The sanitizer runtimes a sanitizer build of the drop-in needs first in
+# Debian's programs (dropin_env.sh); not its directory: `verbsim exec` finds
+# that itself.
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
+unset VERBSIM_DROPIN_DIR LD_LIBRARY_PATH
 fail=0
 bad() {
   echo "FAIL: $*"

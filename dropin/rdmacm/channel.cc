@@ -7,54 +7,120 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "dropin/rdmacm/cm.h"
 
 namespace verbsim::rdmacm {
 
+namespace {
+
+// The live channels, by the pointer programs hold.
+struct Channels {
+  std::mutex mu;
+  std::unordered_map<const Channel*, std::shared_ptr<Channel>> live;
+};
+
+Channels& TheChannels() {
+  static Channels* c = new Channels;  // outlives every static destructor
+  return *c;
+}
+
+std::shared_ptr<Channel> Find(const Channel* channel) {
+  Channels& t = TheChannels();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.live.find(channel);
+  return it == t.live.end() ? nullptr : it->second;
+}
+
+// A reader of a channel destroyed under it: librdmacm's read keeps blocking
+// (the kernel file stays open under it) until the process ends, and
+// programs such as rping rely on it: their event thread is left blocked
+// while main tears down and exits.
+[[noreturn]] void BlockForever() {
+  for (;;) pause();
+}
+
+}  // namespace
+
+Channel::~Channel() {
+  for (Event* e : queue) delete e;
+  close(ch.fd);
+  if (write_fd >= 0) close(write_fd);
+}
+
 Channel* NewChannel() {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return nullptr;
-  auto* c = new Channel;
+  auto c = std::make_shared<Channel>();
   c->ch.fd = fds[0];
   c->write_fd = fds[1];
-  return c;
+  Channels& t = TheChannels();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.live[c.get()] = c;
+  return c.get();
 }
 
 void DeleteChannel(Channel* channel) {
-  if (channel == nullptr) return;
-  for (Event* e : channel->queue) delete e;
-  close(channel->ch.fd);
-  close(channel->write_fd);
-  delete channel;
+  std::shared_ptr<Channel> c;
+  {
+    Channels& t = TheChannels();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.live.find(channel);
+    if (it == t.live.end()) return;
+    c = std::move(it->second);
+    t.live.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->destroyed = true;
+  for (Event* e : c->queue) delete e;
+  c->queue.clear();
+  close(c->write_fd);  // a blocked reader sees the end of the pipe
+  c->write_fd = -1;
 }
 
 void Post(Channel* channel, Event* event) {
-  {
-    std::lock_guard<std::mutex> lock(channel->mu);
-    channel->queue.push_back(event);
+  std::shared_ptr<Channel> c = Find(channel);
+  if (c == nullptr) {
+    delete event;  // the channel is gone: nobody can take it
+    return;
   }
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->destroyed) {
+    delete event;
+    return;
+  }
+  c->queue.push_back(event);
   const char byte = 1;
-  while (write(channel->write_fd, &byte, 1) < 0 && errno == EINTR) {
+  while (write(c->write_fd, &byte, 1) < 0 && errno == EINTR) {
   }
 }
 
 int Take(Channel* channel, Event** event) {
+  // Held for the whole call, so a destroy meanwhile frees nothing used here.
+  std::shared_ptr<Channel> c = Find(channel);
+  if (c == nullptr) {
+    errno = EINVAL;  // no such channel (destroyed before the call)
+    return -1;
+  }
   char byte;
   for (;;) {
-    ssize_t n = read(channel->ch.fd, &byte, 1);
+    ssize_t n = read(c->ch.fd, &byte, 1);
     if (n == 1) break;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return -1;  // EAGAIN on a non-blocking channel
-    // End of file: the channel was destroyed under a blocked reader. With
-    // librdmacm that read keeps blocking (the kernel file stays open under
-    // it) until the process ends, and programs such as rping rely on it:
-    // their event thread is left blocked while main tears down and exits.
-    for (;;) pause();
+    BlockForever();        // end of file: destroyed under this reader
   }
-  std::lock_guard<std::mutex> lock(channel->mu);
-  *event = channel->queue.front();
-  channel->queue.pop_front();
+  std::unique_lock<std::mutex> lock(c->mu);
+  if (c->queue.empty()) {
+    // Destroyed between the byte and the queue: as at the end of file.
+    lock.unlock();
+    BlockForever();
+  }
+  *event = c->queue.front();
+  c->queue.pop_front();
   return 0;
 }
 

@@ -69,14 +69,22 @@ struct Event {
   uint8_t private_data[kMaxPrivateData];
 };
 
+// A channel lives while the table of live channels or a thread inside
+// rdma_get_cm_event holds it (channel.cc): destroying it under a blocked
+// reader never frees what that reader uses.
 struct Channel {
   rdma_event_channel ch;  // first: { int fd }, the read end of a pipe
   int write_fd = -1;
   std::mutex mu;
   std::deque<Event*> queue;
+  bool destroyed = false;  // under mu: events are dropped, not queued
+  ~Channel();
 };
 
 Channel* NewChannel();  // null with errno on failure
+// rdma_destroy_event_channel: the channel leaves the table, its queued
+// events are freed and its write end is closed (a blocked reader sees the
+// end of the pipe); the rest goes when the last reader leaves.
 void DeleteChannel(Channel* channel);
 // Queues an event and makes the channel's fd readable.
 void Post(Channel* channel, Event* event);
