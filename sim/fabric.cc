@@ -336,7 +336,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
   const int64_t budget =
       std::max<int64_t>(0, absl::ToInt64Nanoseconds(timeout));
   bool real_time = false;
-  int64_t limit = frozen_ ? now_ns_ : now_ns_ + budget;
+  int64_t limit = now_ns_ + budget;
   const absl::Time real_deadline = absl::Now() + timeout;
   uint64_t steps = 0;
   while (true) {
@@ -345,10 +345,13 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
         (multi_threaded_ || callers_.load(std::memory_order_relaxed) > 1)) {
       multi_threaded_ = true;
       real_time = true;
-      limit = frozen_ ? now_ns_ : INT64_MAX;
+      limit = INT64_MAX;
     }
     if (!events_.empty()) {
-      if (events_.top().at_ns <= limit) {
+      // Frozen (re-read each turn: Freeze may come while this thread
+      // waits): only what is due now runs, and the clock stays.
+      const int64_t cap = frozen_ ? now_ns_ : limit;
+      if (events_.top().at_ns <= cap) {
         Step();
         if (real_time && ++steps % 64 == 0) {
           if (absl::Now() >= real_deadline) return done();
@@ -359,10 +362,12 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
         }
         continue;
       }
-      now_ns_ = limit;  // the wait used up its virtual budget
-      return done();
+      if (!frozen_) {
+        now_ns_ = limit;  // the wait used up its virtual budget
+        return done();
+      }
     }
-    // Idle: only another thread can change anything now.
+    // Idle, or frozen: only another thread can change anything now.
     if (absl::Now() >= real_deadline) return false;
     cv_.wait_until(lock, absl::ToChronoTime(real_deadline));
   }
