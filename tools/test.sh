@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole verbsim test suite:
 #   1. plain   `bazel test //...`
-#   2. ASan+UBSan `bazel test --config=asan //...`, then TSan on the drop-in's
-#      thread test (`bazel test --config=tsan //dropin/tests:threads_test`)
+#   2. ASan+UBSan `bazel test --config=asan //...`, then TSan
+#      `bazel test --config=tsan //...` (the RC property test with a tenth
+#      of its messages there, .bazelrc)
 #   3. libFuzzer `bazel build --config=fuzz //...`
 #   4. when that build succeeded, each fuzz harness (//fuzz:*_fuzzer) for
 #      VERBSIM_FUZZ_SECONDS seconds (default 60; 0 skips it) on a copy of
@@ -213,10 +214,7 @@ if ! bash tools/examples_test.sh; then
   status=1
 fi
 step "asan" test "${bazel_flags[@]}" --config=asan --test_output=errors //...
-# The drop-in under many threads with TSan (the whole tree under TSan is
-# not yet clean: docs/drop-in.md "Threads").
-step "tsan" test "${bazel_flags[@]}" --config=tsan --test_output=errors \
-  //dropin/tests:threads_test
+step "tsan" test "${bazel_flags[@]}" --config=tsan --test_output=errors //...
 step "fuzz" build "${bazel_flags[@]}" --config=fuzz //...
 if [[ "${step_rc}" -eq 0 ]]; then
   fuzz_run
