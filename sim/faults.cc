@@ -59,9 +59,11 @@ bool ParseNode(absl::string_view v, int* out) {
   return absl::SimpleAtoi(v, out) && *out >= 0;
 }
 
+// Microseconds, 0 to 10^15 (31 years of virtual time): a larger one, NaN or
+// infinity has no nanosecond count in an int64.
 bool ParseMicros(absl::string_view v, int64_t* ns) {
   double us = 0;
-  if (!absl::SimpleAtod(v, &us) || us < 0) return false;
+  if (!absl::SimpleAtod(v, &us) || !(us >= 0 && us <= 1e15)) return false;
   *ns = static_cast<int64_t>(us * 1000.0);
   return true;
 }
