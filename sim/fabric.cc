@@ -733,14 +733,16 @@ absl::Status Fabric::StartUdp() {
 }
 
 void Fabric::ProgressLoop() {
-  std::vector<std::vector<uint8_t>> datagrams;
+  std::vector<UdpSockets::Datagram> datagrams;
   while (true) {
     int64_t sleep_ns;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stop_) return;
       SyncClock();
-      for (const std::vector<uint8_t>& d : datagrams) ReceiveDatagram(d);
+      for (const UdpSockets::Datagram& d : datagrams) {
+        ReceiveDatagram(d.src_node, d.bytes);
+      }
       datagrams.clear();
       while (!events_.empty() && events_.top().at_ns <= now_ns_) Step();
       // Sleep until the next event, at most 10 ms (Schedule wakes us for an
@@ -752,11 +754,11 @@ void Fabric::ProgressLoop() {
       progress_wake_ns_ = now_ns_ + sleep_ns;
       cv_.notify_all();
     }
-    udp_->Wait(std::max<int64_t>(sleep_ns, 0), &datagrams);
+    udp_->Wait(std::max<int64_t>(sleep_ns, 0), num_nodes(), &datagrams);
   }
 }
 
-void Fabric::ReceiveDatagram(const std::vector<uint8_t>& bytes) {
+void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {
   absl::StatusOr<Packet> p =
       DecodeRoceV2Ip(bytes.data(), bytes.size(), options_.address_base);
   if (!p.ok()) {
@@ -783,6 +785,12 @@ void Fabric::ReceiveDatagram(const std::vector<uint8_t>& bytes) {
     ++udp_malformed_;
     return;
   }
+  // A packet whose source address names another node than the port that
+  // sent it: one node posing as another.
+  if (p->src_node != sender) {
+    ++udp_foreign_;
+    return;
+  }
   // RC and UC carry only the destination QP: the source QP is the one the
   // receiving QP is connected to (IBA 9.7: the connection identifies it).
   if (p->transport != QpType::kUd) {
@@ -793,6 +801,11 @@ void Fabric::ReceiveDatagram(const std::vector<uint8_t>& bytes) {
     }
   }
   Deliver(*std::move(p), false);
+}
+
+uint64_t Fabric::udp_foreign() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return udp_foreign_ + (udp_ != nullptr ? udp_->foreign() : 0);
 }
 
 uint64_t Fabric::udp_malformed() {

@@ -215,6 +215,10 @@ class Fabric {
   // RoCEv2 packet of the sim), or for a node that is not local. A bad ICRC
   // counts as the node's icrc_errors instead.
   uint64_t udp_malformed();
+  // Datagrams dropped because no node of the fabric sent them: from an
+  // address other than 127.0.0.1, from a port that is no node's, or
+  // carrying a packet whose source is another node than its port's.
+  uint64_t udp_foreign();
 
   // --- Under mu() ---------------------------------------------------------
   Node* node(int i) { return nodes_[i].get(); }
@@ -284,7 +288,8 @@ class Fabric {
   // UDP mode: the clock follows real time.
   void SyncClock();
   void ProgressLoop();
-  void ReceiveDatagram(const std::vector<uint8_t>& bytes);
+  // A datagram from the port of node `sender`.
+  void ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes);
   // Applies the packet rules to a packet entering a link: whether it goes
   // on, and how late (extra_ns) or how often (copies).
   bool ApplyPacketFaults(const Packet& p, int64_t* extra_ns, int* copies,
@@ -331,6 +336,7 @@ class Fabric {
   int64_t real_start_ns_ = 0;     // absl::GetCurrentTimeNanos at StartUdp
   uint16_t ip_id_ = 0;
   uint64_t udp_malformed_ = 0;
+  uint64_t udp_foreign_ = 0;
 };
 
 }  // namespace verbsim::sim

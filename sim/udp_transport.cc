@@ -87,8 +87,8 @@ void UdpSockets::Wake() {
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
 }
 
-void UdpSockets::Wait(int64_t timeout_ns,
-                      std::vector<std::vector<uint8_t>>* out) {
+void UdpSockets::Wait(int64_t timeout_ns, int fabric_nodes,
+                      std::vector<Datagram>* out) {
   std::vector<pollfd> pfds;
   for (int fd : fds_) pfds.push_back({fd, POLLIN, 0});
   pfds.push_back({wake_fd_, POLLIN, 0});
@@ -105,9 +105,22 @@ void UdpSockets::Wait(int64_t timeout_ns,
     if (!(pfds[i].revents & POLLIN)) continue;
     // Drain what is there; each recv is one datagram.
     for (int k = 0; k < 256; ++k) {
-      const ssize_t n = recv(fds_[i], buf.data(), buf.size(), MSG_DONTWAIT);
+      sockaddr_in from{};
+      socklen_t from_len = sizeof(from);
+      const ssize_t n =
+          recvfrom(fds_[i], buf.data(), buf.size(), MSG_DONTWAIT,
+                   reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n < 0) break;
-      out->emplace_back(buf.begin(), buf.begin() + n);
+      // Only the fabric's own nodes send to it: 127.0.0.1 and a node's port
+      // (docs/udp-transport.md, "Trust").
+      const int node = static_cast<int>(ntohs(from.sin_port)) - base_port_;
+      if (from_len < sizeof(from) || from.sin_family != AF_INET ||
+          from.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || node < 0 ||
+          node >= fabric_nodes) {
+        ++foreign_;
+        continue;
+      }
+      out->push_back({node, std::vector<uint8_t>(buf.begin(), buf.begin() + n)});
     }
   }
 }

@@ -10,6 +10,7 @@
 #ifndef VERBSIM_SIM_UDP_TRANSPORT_H_
 #define VERBSIM_SIM_UDP_TRANSPORT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -31,9 +32,18 @@ class UdpSockets {
   // Sends `bytes` from local node `src`'s socket to node `dst`'s port.
   // Returns false when the kernel refused it (the packet is lost).
   bool Send(int src, int dst, const std::vector<uint8_t>& bytes);
+  // A datagram and the node whose port sent it.
+  struct Datagram {
+    int src_node = -1;
+    std::vector<uint8_t> bytes;
+  };
   // Waits up to `timeout_ns` (or until Wake) for datagrams and appends every
-  // one that is ready. Datagrams longer than 64 KiB cannot exist on UDP.
-  void Wait(int64_t timeout_ns, std::vector<std::vector<uint8_t>>* out);
+  // one that is ready and was sent from 127.0.0.1 by the port of one of the
+  // fabric's `fabric_nodes` nodes; the others are dropped and counted
+  // (foreign()). Datagrams longer than 64 KiB cannot exist on UDP.
+  void Wait(int64_t timeout_ns, int fabric_nodes, std::vector<Datagram>* out);
+  // Datagrams dropped because no node of the fabric sent them.
+  uint64_t foreign() const { return foreign_.load(std::memory_order_relaxed); }
   // Makes a Wait in progress (or the next one) return at once.
   void Wake();
 
@@ -42,6 +52,7 @@ class UdpSockets {
   std::vector<int> fds_;    // one per local node
   std::vector<int> nodes_;  // the node of fds_[i]
   int wake_fd_ = -1;
+  std::atomic<uint64_t> foreign_{0};
 };
 
 }  // namespace verbsim::sim

@@ -626,6 +626,21 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
   RunTwoProcesses(client, server);
 }
 
+// A UDP socket bound to 127.0.0.1:`port`, or -1.
+int BoundSocket(int port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in b{};
+  b.sin_family = AF_INET;
+  b.sin_port = htons(static_cast<uint16_t>(port));
+  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&b), sizeof(b)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Datagrams that are not RoCEv2 packets of the sim are dropped and counted;
 // a corrupted one counts as an ICRC error of the node. One process: node 0
 // is local, the junk comes from a plain socket.
@@ -636,7 +651,10 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
       OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
   ASSERT_TRUE(provider.ok()) << provider.status();
   Fabric& fabric = AsSimProvider(provider->get())->fabric();
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  // From node 1's port (node 1 lives in no process here), so the datagrams
+  // pass the check of who sent them.
+  const int fd = BoundSocket(base + 1);
+  ASSERT_GE(fd, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(base));
@@ -660,6 +678,47 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
   }
   EXPECT_EQ(fabric.udp_malformed(), 1u);
   EXPECT_EQ(fabric.GetNodeStats(0)->icrc_errors, 1u);
+  EXPECT_EQ(fabric.udp_foreign(), 0u);
+}
+
+// Only the fabric's nodes send to it: a valid packet from a port that is no
+// node's, and one whose source is another node than its port's, are
+// dropped and counted, and reach nobody.
+TEST(UdpTransport, DatagramsFromOutsideTheFabricAreDroppedAndCounted) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0);
+  auto provider =
+      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  Fabric& fabric = AsSimProvider(provider->get())->fabric();
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(base));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  Packet p;
+  p.src_node = 1;
+  p.dst_node = 0;
+  p.opcode = RcOp::kAcknowledge;
+  const std::vector<uint8_t> ack = EncodeRoceV2Ip(p, 1, kBase);
+  const int stranger = socket(AF_INET, SOCK_DGRAM, 0);  // an ephemeral port
+  ASSERT_GE(stranger, 0);
+  sendto(stranger, ack.data(), ack.size(), 0, reinterpret_cast<sockaddr*>(&a),
+         sizeof(a));
+  close(stranger);
+  p.src_node = 0;  // node 0's address, from node 1's port
+  const std::vector<uint8_t> posing = EncodeRoceV2Ip(p, 1, kBase);
+  const int node1 = BoundSocket(base + 1);
+  ASSERT_GE(node1, 0);
+  sendto(node1, posing.data(), posing.size(), 0,
+         reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  close(node1);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline && fabric.udp_foreign() < 2) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(fabric.udp_foreign(), 2u);
+  EXPECT_EQ(fabric.udp_malformed(), 0u);
+  EXPECT_EQ(fabric.GetNodeStats(0)->packets_received, 0u);
 }
 
 // Two nodes of one process on the UDP transport (node 2 is elsewhere): their
