@@ -1,4 +1,4 @@
-// Bandwidth (issue 8): RDMA write and RDMA read of 4 KiB to 4 MiB between the
+// Bandwidth: RDMA write and RDMA read of 4 KiB to 4 MiB between the
 // two endpoints of a connected RC pair, posted and polled from one thread,
 // each set beside a memcpy of the same size measured in the same run (the
 // physical limit of an in-process copy).

@@ -1,4 +1,4 @@
-// Shared pieces of the verbsim benchmarks (issue 8): a connected RC pair on
+// Shared pieces of the verbsim benchmarks: a connected RC pair on
 // the provider named by VERBSIM_PROVIDER ("sim" by default), buffers, and a
 // poll loop that checks every completion.
 //

@@ -1,4 +1,4 @@
-// Ping-pong latency (issue 8): the client sends 8 bytes, the server receives
+// Ping-pong latency: the client sends 8 bytes, the server receives
 // them and sends 8 bytes back, the client receives: one round trip per
 // iteration, in wall time, both sides driven from one thread (as a unit test
 // drives the sim). Sends are inline (as ib_send_lat sends small messages),

@@ -1,4 +1,4 @@
-// The wall-time cost of packet loss (issue 4): the same bytes delivered by
+// The wall-time cost of packet loss: the same bytes delivered by
 // RDMA writes over a lossless sim fabric and over one that drops 10% of the
 // packets at random, so RC recovers with sequence NAKs, go-back-N and
 // timeouts. Reports delivered bytes per second of wall time; the table of

@@ -1,4 +1,4 @@
-// Message rate (issue 8): 8-byte RDMA write, send/recv, RDMA read and
+// Message rate: 8-byte RDMA write, send/recv, RDMA read and
 // fetch-and-add between the two endpoints of a connected RC pair, posted and
 // polled from one thread.
 //

@@ -1,4 +1,4 @@
-// The larger variant of the RC property test (issue 4): 4,000,000 mixed
+// The larger variant of the RC property test: 4,000,000 mixed
 // messages (send, write, read, fetch-and-add) over a fabric that drops 10% of
 // the packets and duplicates and reorders 5% each, every property checked as
 // in //sim/tests:rc_property_test. Reports messages per second of wall time.

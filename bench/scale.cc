@@ -1,4 +1,4 @@
-// Scale (issue 8): N sim nodes and M RC QPs connected by hand in one process,
+// Scale: N sim nodes and M RC QPs connected by hand in one process,
 // reporting the set-up time and the resident memory per QP. One size per
 // process, so the memory figure is clean: tools/bench.sh runs it once per
 // size.

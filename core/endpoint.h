@@ -140,7 +140,7 @@ class Endpoint {
 };
 
 // QP state helpers used by providers and tests: the attribute masks a
-// connection needs (semantics.md section 3).
+// connection needs (docs/semantics.md section 3).
 absl::Status ModifyQpToInit(Qp* qp, const EndpointAttr& attr);
 absl::Status ModifyQpToRtr(Qp* qp, const EndpointAttr& attr,
                            uint32_t remote_qpn, const Gid& remote_gid,

@@ -38,7 +38,7 @@ std::string StatusName(WcStatus s) { return std::string(WcStatusName(s)); }
 ProfileRules RulesFor(const std::string& profile) {
   ProfileRules r;
   if (profile == "rxe") {
-    // Kernel rxe (rxe_req.c / rxe_resp.c / rxe_comp.c), semantics.md §2.
+    // Kernel rxe (rxe_req.c / rxe_resp.c / rxe_comp.c), docs/semantics.md §2.
     r.name = "rxe";
     // Older kernels complete LOC_PROT_ERR, newer LOC_QP_OP_ERR.
     r.bad_lkey = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
@@ -92,7 +92,7 @@ ProfileRules RulesFor(const std::string& profile) {
   // The table gives no receiver status for hardware: any error will do.
   r.recv_bad_invalidate = StatusSet::AnyError();
   // Hardware may do either; the ibta profile does the zero-byte op (the
-  // project's choice, stated in the brief and in semantics.md §2).
+  // project's choice, stated in docs/semantics.md).
   r.zero_length_skips_rkey = true;
   // "error (remote)": the spec's invalid request or a remote access error.
   r.qp_access_denied = {WcStatus::kRemInvReqErr, WcStatus::kRemAccessErr};
@@ -544,7 +544,7 @@ int SendWrErrno(const SendWr& wr, const QpCaps& caps,
   // The largest IBA message is 2^31 bytes.
   if (total > (uint64_t{1} << 31)) return EINVAL;
   if (wr.send_flags & kSendInline) {
-    // semantics.md §5: inline only for send and RDMA write, bounded by
+    // docs/semantics.md §5: inline only for send and RDMA write, bounded by
     // max_inline_data.
     const bool inline_ok =
         wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm ||
@@ -750,7 +750,7 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
       }
       // Only a bound type 2 window of the responder's PD (bound through its
       // QP, where the profile says so) can be invalidated; anything else
-      // is a bad rkey (semantics.md §2: REM_ACCESS_ERR at the requester).
+      // is a bad rkey (docs/semantics.md §2: REM_ACCESS_ERR at the requester).
       int window = -1;
       if (keys.CheckInvalidate(rv.node, req.rkey, rv.pd, rv.qp, rules,
                                &window) == InvVerdict::kOk) {

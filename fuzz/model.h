@@ -1,12 +1,12 @@
 // The reference model the fuzz harnesses check the sim against: a small,
 // separate implementation of the registration, access-flag, bounds,
 // key-liveness, post and QP-transition rules, written from the ibverbs man
-// pages, the IBTA rules and the project's semantics notes (semantics.md,
+// pages, the IBTA rules and the project's semantics notes (docs/semantics.md,
 // sections 2, 3 and 5), NOT from the sim's code. It deliberately does not include or call
 // anything under sim/ (keys.h, qp_verbs.h, profile.h): it depends on the
 // public value types of core/types.h only.
 //
-// Where the sources allow more than one outcome (semantics.md marks those),
+// Where the sources allow more than one outcome (docs/semantics.md marks those),
 // the model predicts a set of statuses instead of one.
 //
 // Memory windows (ibv_alloc_mw(3), ibv_bind_mw(3), BIND_MW work requests,
@@ -50,7 +50,7 @@ class StatusSet {
 
 // The per-WR checks ibv_post_send makes before anything is sent, as each
 // provider library makes them: one field per rule, true where the spec's
-// rule (semantics.md section 5) applies. The model's own statement of these
+// rule (docs/semantics.md section 5) applies. The model's own statement of these
 // rules, written from rdma-core's sources and the IBTA rules (the sim keeps
 // its copy in sim/profile.h PostSendChecks; the two are compared only by
 // running both). A new provider's rule is a new field, its default the
@@ -71,7 +71,7 @@ struct PostSendRules {
 };
 
 // What differs between the implementations the sim's profiles stand for
-// (semantics.md sections 2 and 6), as this model reads the sources.
+// (docs/semantics.md sections 2 and 6), as this model reads the sources.
 struct ProfileRules {
   std::string name;
   // Requester status of a WR whose local SGE fails its check.
@@ -334,12 +334,12 @@ WcOpcode WcOpcodeOf(WrOpcode op);
 // `mask` (kQpState included or not), else EINVAL.
 int ModifyErrno(QpState from, QpState to, uint32_t mask);
 
-// The masks the harnesses use for each step (semantics.md section 3).
+// The masks the harnesses use for each step (docs/semantics.md section 3).
 uint32_t InitMask();  // RESET -> INIT (RC)
 uint32_t RtrMask();   // INIT -> RTR (RC)
 uint32_t RtsMask();   // RTR -> RTS (RC)
 
-// --- Remote operations (semantics.md section 2) ------------------------------
+// --- Remote operations (docs/semantics.md section 2) ------------------------------
 
 enum class RemoteKind { kWrite, kWriteImm, kRead, kCmpSwap, kFetchAdd, kSendInv };
 

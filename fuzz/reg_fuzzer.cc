@@ -1,4 +1,4 @@
-// Harness 1 of issue 6: registration. The input decodes to a sequence of
+// Harness for registration. The input decodes to a sequence of
 // register / re-register / deregister / drop / alloc-PD / destroy-PD calls
 // over a few PDs of one node, with arbitrary addresses, lengths (0, 1, huge,
 // wrapping, ending exactly at 2^64) and access flags (known, unknown,

@@ -1,4 +1,4 @@
-// Harness 2 of issue 6: remote access. The input decodes to remote
+// Harness for remote access. The input decodes to remote
 // operations (RDMA write, write with immediate, read, compare-and-swap,
 // fetch-and-add, send with invalidate) with arbitrary rkeys, remote
 // addresses and lengths, posted in small batches from a client to a server

@@ -1,4 +1,4 @@
-// Harness 3 of issue 6: verb sequences. The input decodes to a program over
+// Harness for verb sequences. The input decodes to a program over
 // two or three sim nodes: create, modify (connect, RESET, SQD, ERR, access
 // flags) and destroy QPs and CQs, post sends (every opcode, inline, fenced,
 // unsignaled, good and bad keys) and receives on every queue, poll, arm CQs

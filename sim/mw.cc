@@ -1,4 +1,4 @@
-// Memory windows and invalidation (IBA 10.6.7, 10.6.5; semantics.md section
+// Memory windows and invalidation (IBA 10.6.7, 10.6.5; docs/semantics.md section
 // 5; kernel rxe rxe_mw.c is the model). A bind and a local invalidate run in
 // the requester when their WQE's turn comes: a later WR of the QP sees the
 // window as bound (or invalidated).

@@ -9,7 +9,7 @@
 namespace verbsim::sim {
 namespace {
 
-// Device limits as kernel rxe reports them (semantics.md section 9).
+// Device limits as kernel rxe reports them (docs/semantics.md section 9).
 DeviceAttr RxeLikeDevice() {
   DeviceAttr d;
   d.max_mr_size = UINT64_MAX;

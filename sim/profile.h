@@ -1,7 +1,7 @@
 // Sim profiles: the one place where the simulated device's behaviour differs
 // by the implementation it models. "ibta" follows the spec and what
 // rdma-unit-test expects of hardware; "rxe" follows kernel rxe where it
-// deviates (semantics.md sections 2 and 6).
+// deviates (docs/semantics.md sections 2 and 6).
 #ifndef VERBSIM_SIM_PROFILE_H_
 #define VERBSIM_SIM_PROFILE_H_
 
@@ -25,7 +25,7 @@ enum class QueueRounding { kExact, kPowerOfTwoMinusOne, kPowerOfTwo };
 // The checks ibv_post_send makes on each work request before anything is
 // sent. They belong to the provider library in rdma-core (user space), so
 // they differ by provider more than the wire does: each field is one rule,
-// true where the spec's rule (semantics.md section 5) applies, and a
+// true where the spec's rule (docs/semantics.md section 5) applies, and a
 // profile sets the fields its library does otherwise. CheckSendWr
 // (sim/qp_verbs.cc) is the one routine that applies them; the fuzz model
 // keeps its own copy of these rules (fuzz/model.h PostSendRules). A new

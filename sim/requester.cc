@@ -1,6 +1,6 @@
 // The requester: turns send WQEs into request packets with PSNs, in post
 // order, honouring the initiator depth (max_rd_atomic), IBV_SEND_FENCE and
-// the fence of local invalidate (semantics.md section 4, IBA 10.8.3).
+// the fence of local invalidate (docs/semantics.md section 4, IBA 10.8.3).
 #include <algorithm>
 
 #include "sim/fabric.h"

@@ -54,7 +54,7 @@ bool Remote(const QpCore& qp, uint32_t flag) {
 }
 
 // The rkey check of an RDMA read, write or atomic; zero-length operations
-// may skip it (semantics.md section 2, a profile matter).
+// may skip it (docs/semantics.md section 2, a profile matter).
 bool RkeyOk(const QpCore& qp, const Packet& p, uint64_t len,
             uint32_t required) {
   if (len == 0 && qp.node->fabric->profile().zero_length_skips_rkey_check) {

@@ -15,7 +15,7 @@ namespace {
 constexpr uint32_t kGrhBytes = 40;
 
 // The GRH area of a UD receive for RoCEv2 over IPv4, as rxe fills it: 20
-// zero bytes, then the IPv4 header of the packet (semantics.md section 5).
+// zero bytes, then the IPv4 header of the packet (docs/semantics.md section 5).
 std::array<uint8_t, kGrhBytes> RoceV2Grh(const Gid& sgid, const Gid& dgid,
                                          const Packet& p) {
   std::array<uint8_t, kGrhBytes> g{};

@@ -43,7 +43,7 @@ Expectations KernelSoftwareRegistration(Expectations e) {
   return e;
 }
 
-// Kernel rxe (Soft-RoCE), semantics.md section 2 "rxe" column.
+// Kernel rxe (Soft-RoCE), docs/semantics.md section 2 "rxe" column.
 Expectations Rxe() {
   Expectations e = KernelSoftwareRegistration(Ibta());
   e.profile = "rxe";
@@ -97,14 +97,14 @@ Expectations Rxe() {
   return e;
 }
 
-// Kernel siw (soft-iWARP): RC only, no atomics (semantics.md sections 6, 9).
+// Kernel siw (soft-iWARP): RC only, no atomics (docs/semantics.md sections 6, 9).
 Expectations Siw() {
   Expectations e = KernelSoftwareRegistration(Ibta());
   e.profile = "siw";
   e.has_atomics = false;
   e.supports_sqd = false;
   // iWARP has reliable connections only; siw reports max_mw 0 and no
-  // multicast (semantics.md section 9).
+  // multicast (docs/semantics.md section 9).
   e.has_ud = false;
   e.has_uc = false;
   e.has_mw = false;

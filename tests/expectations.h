@@ -1,6 +1,6 @@
 // The one table of provider differences the conformance suite knows about.
 // Tests never branch on a provider's name: they ask this table what the
-// provider under test is allowed to do (docs: semantics.md sections 2, 5, 6
+// provider under test is allowed to do (docs: docs/semantics.md sections 2, 5, 6
 // and 9). Each completion-status entry is the set of statuses a conforming
 // provider may report; most sets have one member.
 #ifndef VERBSIM_TESTS_EXPECTATIONS_H_
@@ -58,7 +58,7 @@ struct Expectations {
   uint32_t supported_extra_access = kAccessMwBind;
   uint32_t refused_extra_access = kAccessZeroBased | kAccessOnDemand;
 
-  // --- Completion statuses (semantics.md section 2) -------------------------
+  // --- Completion statuses (docs/semantics.md section 2) -------------------------
   // Requester of a write/read/atomic with a bad rkey.
   StatusSet bad_rkey = {WcStatus::kRemAccessErr};
   // Requester of a zero-length read/write with a bad rkey.
@@ -112,7 +112,7 @@ struct Expectations {
   StatusSet send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr};
   StatusSet send_inv_bad_rkey_receiver = {};
 
-  // --- Transports and queues (semantics.md sections 5, 6) -------------------
+  // --- Transports and queues (docs/semantics.md sections 5, 6) -------------------
   bool has_ud = true;
   bool has_uc = true;
   bool has_srq = true;

@@ -165,7 +165,7 @@ absl::Status BringUdQpToRts(Qp* qp, uint32_t qkey = kTestQkey);
 absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid,
                                                uint8_t sgid_index = 0);
 
-// The attributes and mask of one modify-QP step (semantics.md section 3).
+// The attributes and mask of one modify-QP step (docs/semantics.md section 3).
 struct QpStep {
   QpAttr attr;
   uint32_t mask = 0;

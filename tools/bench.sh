@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the verbsim benchmarks (//bench, -c opt), runs the set with a
 # progress line per benchmark and prints one table: figure, value, unit,
-# target, ratio to the target (issue 8). docs/performance.md holds the latest
+# target, ratio to the target. docs/performance.md holds the latest
 # table.
 #
 # Environment:

@@ -18,8 +18,10 @@
 #      with hw:rxe0 and sim:siw with hw:siw0 (outcome, completion statuses,
 #      errnos): any disagreement fails the run. VERBSIM_SKIP_GUEST=1 skips
 #      this step (it says so).
-# After step 1, tools/examples_test.sh: the Debian package installed into a
-# scratch root and the example projects (examples/) built and run against it.
+# Before step 1, tools/paths_check.py: every repository path named in a
+# comment or a document exists. After step 1, tools/examples_test.sh: the
+# Debian package installed into a scratch root and the example projects
+# (examples/) built and run against it.
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. The Bazel server is always shut down at the end. The last
 # line printed is "tests: N passed, N failed" for the test targets of step 1.
@@ -205,6 +207,12 @@ if ! bash tools/install_deps.sh; then
   exit
 fi
 
+# Every repository path a comment or a document names exists.
+echo "==> paths: tools/paths_check.py" >&2
+if ! python3 tools/paths_check.py . >&2; then
+  echo "==> paths: FAILED" >&2
+  status=1
+fi
 step "tests" test "${bazel_flags[@]}" --test_output=errors //...
 count_results "${log}"
 # verbsim as another project uses it: the .deb installed into a scratch

@@ -4,7 +4,7 @@
 //
 // On RoCEv2 over IPv4 (every sim node's GID is IPv4-mapped) those 40 bytes
 // are 20 unused bytes and then the packet's IPv4 header, as rxe writes them
-// (semantics.md section 5); otherwise they are an IPv6-format GRH. The
+// (docs/semantics.md section 5); otherwise they are an IPv6-format GRH. The
 // reply goes to the sender's address from our GID that it was sent to.
 #include <cerrno>
 #include <cstring>

@@ -1,7 +1,7 @@
 // Memory windows (IBA 10.6.7; ibv_alloc_mw(3), ibv_bind_mw(3)) and
 // invalidation (IBA 10.6.5): the window lives on the server, is bound
 // through the server's QP, and the client reaches server memory through its
-// rkey (semantics.md section 5).
+// rkey (docs/semantics.md section 5).
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -320,7 +320,7 @@ TEST_P(MwTest, DeregOfARegionWithABoundWindowFails) {
 }
 
 // A send posted after a bind on the same QP is ordered after it
-// (semantics.md section 4): the peer can use the rkey the send carries.
+// (docs/semantics.md section 4): the peer can use the rkey the send carries.
 TEST_P(MwTest, SendAfterBindCarriesAUsableRkey) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mw> mw, spd()->AllocMw(MwType::kType1));
   ASSERT_OK(client().PostRecv(5, p_->cbuf.data() + 60 * 1024, 64,

@@ -1,4 +1,4 @@
-// The librdmacm-like API on Endpoint (semantics.md section 7): connection
+// The librdmacm-like API on Endpoint (docs/semantics.md section 7): connection
 // setup, the post_* helpers and their argument checks, blocking completions.
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-// The RC QP state machine (semantics.md section 3): valid and invalid
+// The RC QP state machine (docs/semantics.md section 3): valid and invalid
 // transitions, required and forbidden attributes, value ranges, Query, and
 // what posting does in each state.
 #include <cstdint>

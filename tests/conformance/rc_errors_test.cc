@@ -1,4 +1,4 @@
-// RC error cases of semantics.md section 2, with the status each side sees
+// RC error cases of docs/semantics.md section 2, with the status each side sees
 // (from the expectations table), the QP states afterwards, and the flush of
 // everything outstanding or posted later.
 #include <cstdint>

@@ -451,7 +451,7 @@ INSTANTIATE_PROVIDER_TEST_SUITE_WITH_P(
                       WrOpcode::kAtomicFetchAndAdd, WrOpcode::kSendWithInv,
                       WrOpcode::kLocalInv));
 
-// The modify-QP masks of UC (semantics.md section 3): INIT->RTR needs AV,
+// The modify-QP masks of UC (docs/semantics.md section 3): INIT->RTR needs AV,
 // PATH_MTU, DEST_QPN and RQ_PSN; RTR->RTS needs SQ_PSN. The RC attributes of
 // reads, atomics and retries are not UC's: naming one is EINVAL and leaves
 // the QP as it was.

@@ -1,5 +1,5 @@
 // UD: address handles, Q_Keys, the GRH in front of every receive, datagrams
-// that are dropped (never RNR), and multicast (semantics.md section 5;
+// that are dropped (never RNR), and multicast (docs/semantics.md section 5;
 // rdma_post_ud_send(3), ibv_create_ah(3), ibv_attach_mcast(3)).
 #include <cstdint>
 #include <cstring>
