@@ -422,10 +422,10 @@ BindOutcome KeyModel::PredictBind(const BindCall& c,
       return out;
     }
   }
-  // A window grants remote rights only; zero-based windows are not
-  // supported.
-  constexpr uint32_t kWindowRights =
-      kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  // A window grants remote rights (LOCAL_WRITE is accepted and means
+  // nothing for it); zero-based windows are not supported.
+  constexpr uint32_t kWindowRights = kAccessRemoteWrite | kAccessRemoteRead |
+                                     kAccessRemoteAtomic | kAccessLocalWrite;
   if ((c.access & ~kWindowRights) != 0) {
     out.post_errno = EINVAL;
     return out;

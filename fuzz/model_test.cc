@@ -325,7 +325,7 @@ TEST(ModelMw, BindRules) {
   EXPECT_EQ(w.Do(w.Bind(t1, w.mr, 0x10000, 8, kAccessRemoteRead |
                                               kAccessZeroBased), ibta),
             -EINVAL);
-  EXPECT_EQ(w.Do(w.Bind(t1, w.mr, 0x10000, 8, kAccessLocalWrite), ibta),
+  EXPECT_EQ(w.Do(w.Bind(t1, w.mr, 0x10000, 8, kAccessMwBind), ibta),
             -EINVAL);
   BindCall wrong_way = w.Bind(t2, w.mr, 0x10000, 8);
   wrong_way.verb = true;

@@ -317,9 +317,12 @@ absl::Status CheckBindWr(const QpCore& qp, const SendWr& wr,
     return Errno(EINVAL, "wr_id %u: bind of %u bytes without a region",
                  wr.wr_id, b.length);
   }
+  // A window grants remote rights; LOCAL_WRITE is accepted and means
+  // nothing for it (rxe0 binds with it, and rdma-core's own test suite asks
+  // for REMOTE_WRITE | LOCAL_WRITE).
   if (b.mw_access_flags &
       ~(kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic |
-        kAccessZeroBased)) {
+        kAccessZeroBased | kAccessLocalWrite)) {
     return Errno(EINVAL, "wr_id %u: mw_access_flags 0x%x has bits a window "
                  "cannot grant", wr.wr_id, b.mw_access_flags);
   }

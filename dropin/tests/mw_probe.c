@@ -110,18 +110,24 @@ static int read_through(struct pair *p, uint32_t rkey, uint64_t addr,
 /* Binds type 1 window `mw` over [addr, addr + len) of `mr` through pair QP
  * 1 with ibv_bind_mw: the verb's return, and the completion's status in
  * *status (-1 when none). */
-static int bind1(struct pair *p, struct ibv_mw *mw, struct ibv_mr *mr,
-                 uint64_t addr, uint64_t len, int *status) {
+static int bind1_with(struct pair *p, struct ibv_mw *mw, struct ibv_mr *mr,
+                      uint64_t addr, uint64_t len, unsigned int access,
+                      int *status) {
   struct ibv_mw_bind b = {.wr_id = 5, .send_flags = IBV_SEND_SIGNALED};
   b.bind_info.mr = mr;
   b.bind_info.addr = addr;
   b.bind_info.length = len;
-  b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+  b.bind_info.mw_access_flags = access;
   int rc = ibv_bind_mw(p->qp[1], mw, &b);
   struct ibv_wc wc;
   *status = -1;
   if (rc == 0 && next_wc(p->cq[1], &wc)) *status = wc.status;
   return rc;
+}
+
+static int bind1(struct pair *p, struct ibv_mw *mw, struct ibv_mr *mr,
+                 uint64_t addr, uint64_t len, int *status) {
+  return bind1_with(p, mw, mr, addr, len, IBV_ACCESS_REMOTE_READ, status);
 }
 
 /* A type 2 bind as a work request through pair QP 1. */
@@ -197,6 +203,17 @@ static void type1(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
             bind2_wr(&p, mw, wr_rkey, target, (uintptr_t)target->addr, 64,
                      &status));
   if (status == IBV_WC_SUCCESS) mw->rkey = wr_rkey;
+  free_pair(&p);
+
+  /* LOCAL_WRITE in a window's access is accepted and means nothing
+   * (rdma-core's own suite binds with it). */
+  p = make_pair(pd, 0);
+  EXPECT_RC("bind_mw.type1_with_local_write", 0,
+            bind1_with(&p, mw, target, (uintptr_t)target->addr, 64,
+                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE,
+                       &status));
+  probe_pass("bind_mw.type1_with_local_write_completes",
+             status == IBV_WC_SUCCESS, "status %ld%.0ld", status, 0);
   free_pair(&p);
 
   p = make_pair(pd, 0);
