@@ -110,6 +110,20 @@ class FidelityTest(unittest.TestCase):
         rc, _ = self.run_tool()
         self.assertEqual(rc, 0)  # without --strict it only reports
 
+    def test_a_race_of_the_device_counts_as_the_profiles_answer(self):
+        self.write("REM_OP_ERR", "REM_ACCESS_ERR")
+        races = os.path.join(self.dir, "races.tsv")
+        with open(races, "w") as f:
+            f.write("# kind\tpattern\tSTATUS=INSTEAD\tsource\n"
+                    "rxe\tBadRkeyTest.*\tREM_ACCESS_ERR=REM_OP_ERR\trxe_comp.c\n")
+        rc, out = self.run_tool("--strict", "--races", races)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("sim:rxe vs hw:rxe0: 2 cases, 0 disagree", out)
+        # Another status than the raced one still disagrees.
+        self.write("REM_OP_ERR", "LOC_QP_OP_ERR")
+        rc, out = self.run_tool("--strict", "--races", races)
+        self.assertEqual(rc, 1, out)
+
     def test_a_deviation_without_a_source_fails_strict(self):
         self.write("REM_OP_ERR", "REM_OP_ERR")
         with open(self.sources, "w") as f:
