@@ -27,14 +27,23 @@ need() {
 }
 
 preload=()
+# Extra perftest flags: under a sanitizer every process runs several times
+# slower, and the ACK timer of a QP whose peer is another process runs on
+# the wall clock (docs/udp-transport.md), so perftest's QPs get a longer one
+# there (-u 20: 4 s instead of 67 ms) rather than time out while the peer
+# is merely slow.
+perftest_slow_flags=()
 for rt in libasan libubsan libtsan; do
   path="$(ldd "${dropin_lib}" | awk -v rt="${rt}" '$1 ~ "^"rt"\\.so" {print $3}')"
   [[ -n "${path}" ]] && preload+=("${path}")
 done
 if [[ ${#preload[@]} -gt 0 ]]; then
   export LD_PRELOAD="${preload[*]}"
+  perftest_slow_flags=(-u 20)
   # Debian's programs and Python are not built to be leak-checked.
   export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:${ASAN_OPTIONS}}"
+  # Races of Debian's programs themselves (tsan.supp says which and why).
+  export TSAN_OPTIONS="suppressions=${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/tsan.supp${TSAN_OPTIONS:+ ${TSAN_OPTIONS}}"
 fi
 
 # killed_by_signal RC: whether an exit status is a death by a signal (a

@@ -178,12 +178,14 @@ perftest_cm_pair() {
   fail "${name}: REJECTED 8 six times"
 }
 bw_row='^ 65536 +200 +[0-9.]+ +[0-9.]+'
-perftest_cm_pair write_bw_cm /usr/bin/ib_write_bw -R -F -n 200 -p 18600 -- \
-  /usr/bin/ib_write_bw -R -F -n 200 -p 18600 127.0.1.1
+perftest_cm_pair write_bw_cm /usr/bin/ib_write_bw -R -F -n 200 -p 18600 \
+  "${perftest_slow_flags[@]}" -- \
+  /usr/bin/ib_write_bw -R -F -n 200 -p 18600 "${perftest_slow_flags[@]}" 127.0.1.1
 expect "${work}/write_bw_cm.client" 1 "${bw_row}"
 expect "${work}/write_bw_cm.server" 1 "${bw_row}"
-perftest_cm_pair read_bw_cm /usr/bin/ib_read_bw -R -F -n 200 -p 18600 -- \
-  /usr/bin/ib_read_bw -R -F -n 200 -p 18600 127.0.1.1
+perftest_cm_pair read_bw_cm /usr/bin/ib_read_bw -R -F -n 200 -p 18600 \
+  "${perftest_slow_flags[@]}" -- \
+  /usr/bin/ib_read_bw -R -F -n 200 -p 18600 "${perftest_slow_flags[@]}" 127.0.1.1
 expect "${work}/read_bw_cm.client" 1 "${bw_row}"
 
 # Errors, with the statuses the kernel's CM gives.

@@ -84,9 +84,12 @@ pair srq_events "${iters}" "${iters}" /usr/bin/ibv_srq_pingpong -g 0 -n 200 -e
 # inf: the row must be there with its 300 iterations, a time or inf.
 bw_row='^ 65536 +300 +[0-9.]+ +[0-9.]+'
 lat_row='^ 2 +300 +([0-9.]+|inf) +([0-9.]+|inf)'
-pair write_bw "${bw_row}" "${bw_row}" /usr/bin/ib_write_bw -x 0 -F -n 300
-pair read_bw 'remote address: LID' "${bw_row}" /usr/bin/ib_read_bw -x 0 -F -n 300
-pair send_lat "${lat_row}" "${lat_row}" /usr/bin/ib_send_lat -x 0 -F -n 300
+pair write_bw "${bw_row}" "${bw_row}" /usr/bin/ib_write_bw -x 0 -F -n 300 \
+  "${perftest_slow_flags[@]}"
+pair read_bw 'remote address: LID' "${bw_row}" /usr/bin/ib_read_bw -x 0 -F -n 300 \
+  "${perftest_slow_flags[@]}"
+pair send_lat "${lat_row}" "${lat_row}" /usr/bin/ib_send_lat -x 0 -F -n 300 \
+  "${perftest_slow_flags[@]}"
 # Nothing the drop-in does not cover was called on the way.
 ! grep -l 'not supported by the verbsim drop-in' "${work}"/* ||
   fail "a program called something the drop-in does not cover"
