@@ -491,11 +491,9 @@ static void destroyed(struct ibv_pd *pd, struct ibv_cq *cq) {
 }
 
 int main(int argc, char **argv) {
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  ctx = probe_open(argc > 1 ? argv[1] : NULL);
-  gid_index = argc > 2 ? atoi(argv[2]) : 0;
-  probe_use_answers(argc > 3 ? argv[3] : "rxe", other_answers,
-                    sizeof(other_answers) / sizeof(other_answers[0]));
+  ctx = probe_start(argc, argv, other_answers,
+                    sizeof(other_answers) / sizeof(other_answers[0]),
+                    &gid_index);
   const int sim = argc > 4 && strcmp(argv[4], "sim") == 0;
   iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
   if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");

@@ -352,11 +352,9 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
 }
 
 int main(int argc, char **argv) {
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  ctx = probe_open(argc > 1 ? argv[1] : NULL);
-  gid_index = argc > 2 ? atoi(argv[2]) : 0;
-  probe_use_answers(argc > 3 ? argv[3] : "rxe", other_answers,
-                    sizeof(other_answers) / sizeof(other_answers[0]));
+  ctx = probe_start(argc, argv, other_answers,
+                    sizeof(other_answers) / sizeof(other_answers[0]),
+                    &gid_index);
   if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");
   struct ibv_device_attr dev;
   if (ibv_query_device(ctx, &dev)) probe_die("ibv_query_device");

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "dropin/tests/probe_qp.h"
+
 static int checks, failures;
 static const char *answer_set = "rxe";
 static const struct probe_answer *answers;
@@ -49,6 +51,16 @@ void probe_pass(const char *id, int ok, const char *fmt, long a, long b) {
 
 void probe_skip(const char *id, const char *why) {
   printf("skip: %s: %s\n", id, why);
+}
+
+struct ibv_context *probe_start(int argc, char **argv,
+                                const struct probe_answer *table, size_t n,
+                                int *gid_index) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  struct ibv_context *ctx = probe_open(argc > 1 ? argv[1] : NULL);
+  *gid_index = argc > 2 ? atoi(argv[2]) : 0;
+  probe_use_answers(argc > 3 ? argv[3] : "rxe", table, n);
+  return ctx;
 }
 
 int probe_summary(const char *probe) {

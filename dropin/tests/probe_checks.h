@@ -32,6 +32,14 @@ long probe_answer(const char *id, long rxe);
  * string where fmt has %s). */
 void probe_pass(const char *id, int ok, const char *fmt, long a, long b);
 void probe_skip(const char *id, const char *why);
+/* The command line the three probes share, DEVICE [GID_INDEX [ANSWERS]]:
+ * makes stdout line-buffered, opens DEVICE (the first device when absent),
+ * sets *gid_index (0 when absent) and the answer set ("rxe" when absent)
+ * with the probe's table. */
+struct ibv_context;
+struct ibv_context *probe_start(int argc, char **argv,
+                                const struct probe_answer *table, size_t n,
+                                int *gid_index);
 /* Prints "<probe>: N checks, F failed"; the exit status (1 if one failed). */
 int probe_summary(const char *probe);
 

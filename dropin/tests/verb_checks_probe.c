@@ -558,11 +558,9 @@ static void handles(struct ibv_pd *pd0) {
 }
 
 int main(int argc, char **argv) {
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  ctx = probe_open(argc > 1 ? argv[1] : NULL);
-  gid_index = argc > 2 ? atoi(argv[2]) : 0;
-  probe_use_answers(argc > 3 ? argv[3] : "rxe", other_answers,
-                    sizeof(other_answers) / sizeof(other_answers[0]));
+  ctx = probe_start(argc, argv, other_answers,
+                    sizeof(other_answers) / sizeof(other_answers[0]),
+                    &gid_index);
   iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
   if (ibv_query_device(ctx, &dev)) probe_die("ibv_query_device");
   if (ibv_query_port(ctx, 1, &port)) probe_die("ibv_query_port");
