@@ -16,7 +16,8 @@ namespace verbsim::sim {
 Fabric::Fabric(FabricOptions options)
     : options_(std::move(options)),
       address_status_(CheckAddressBase(options_.address_base, options_.nodes)),
-      rng_(options_.seed) {
+      rng_(options_.seed),
+      memory_rng_(options_.seed ^ kMemoryStream) {
   for (int i = 0; i < options_.nodes; ++i) {
     auto node = std::make_unique<Node>();
     node->fabric = this;
@@ -79,7 +80,7 @@ void Fabric::TracePacket(TraceKind kind, const Packet& p,
   r.opcode = static_cast<uint8_t>(p.opcode);
   r.psn = p.psn;
   r.syndrome = p.opcode == RcOp::kAcknowledge ? p.syndrome : 0;
-  r.length = static_cast<uint32_t>(p.payload.size());
+  r.length = static_cast<uint32_t>(PayloadLength(p));
   r.note = std::string(note);
   trace_.Record(std::move(r));
 }
@@ -92,14 +93,14 @@ void Fabric::Transmit(Packet packet) {
   }
   const LinkModel& link = LinkBetween(packet.src_node, packet.dst_node);
   // Headers: about 58 bytes on RoCEv2 (Eth, IPv4, UDP, BTH, ICRC, FCS).
-  const double bytes = static_cast<double>(packet.payload.size() + 58);
+  const double bytes = static_cast<double>(PayloadLength(packet) + 58);
   const int64_t serialise_ns =
       static_cast<int64_t>(bytes * 8.0 / link.gbit_per_s);
   int64_t& free_ns = link_free_ns_[{packet.src_node, packet.dst_node}];
   const int64_t start = std::max(now_ns_, free_ns);
   free_ns = start + serialise_ns;
   int64_t arrive = free_ns + absl::ToInt64Nanoseconds(link.latency);
-  if (packet.payload.size() > static_cast<size_t>(link.mtu)) {
+  if (PayloadLength(packet) > static_cast<size_t>(link.mtu)) {
     if (keep_packets_) captured_.push_back({now_ns_, packet, true});
     Schedule(arrive, [this, p = std::move(packet)]() {
       TracePacket(TraceKind::kDrop, p, "larger than the link MTU");
@@ -224,6 +225,15 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
 }
 
 void Fabric::Arrive(Packet packet, bool corrupt) {
+  if (packet.deferred_wqe != 0) {
+    // The sender's device reads the payload now (GatherDeferred).
+    Node* src = nodes_[packet.src_node].get();
+    auto it = src->qps.find(packet.src_qpn);
+    if (it == src->qps.end() || !GatherDeferred(*it->second, packet)) {
+      TracePacket(TraceKind::kDrop, packet, "its WR's buffers are gone");
+      return;
+    }
+  }
   const bool remote = packet.dst_node >= 0 && packet.dst_node < num_nodes() &&
                       nodes_[packet.dst_node]->remote;
   if (!remote) {
@@ -500,6 +510,7 @@ absl::Status Fabric::Freeze(bool frozen) {
 void Fabric::Reseed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(mu_);
   rng_.seed(seed);
+  memory_rng_.seed(seed ^ kMemoryStream);
 }
 
 std::vector<PacketRule> Fabric::PacketRules() {

@@ -201,6 +201,8 @@ class Fabric {
     Packet packet;
     bool lost = false;  // dropped on the wire by a fault or a down link
   };
+  // While packets are kept, every payload is read from the sender's buffers
+  // at transmit (MemoryModel::gathers_at_post), so the capture has it.
   void KeepPackets(bool keep);
   std::vector<CapturedPacket> CapturedPackets();
 
@@ -254,7 +256,12 @@ class Fabric {
   // "now 1.2ms, 3 events pending, single-threaded": for timeout messages.
   std::string Describe() const;
   Trace& trace() { return trace_; }
+  bool keeping_packets() const { return keep_packets_; }
   std::mt19937_64& rng() { return rng_; }
+  // The draws of the weak memory model (MemoryModel in sim/profile.h): a
+  // stream of its own, from the same seed, so that a profile without it
+  // draws exactly what it drew before.
+  std::mt19937_64& memory_rng() { return memory_rng_; }
   // Forced local faults: true when this registration / post must fail.
   bool RegistrationFaultDue(int node);
   bool PostFaultDue(int node, uint32_t qpn);
@@ -315,6 +322,8 @@ class Fabric {
   absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
   std::mt19937_64 rng_;
+  static constexpr uint64_t kMemoryStream = 0x6d656d6f72790001ull;
+  std::mt19937_64 memory_rng_;
   bool frozen_ = false;  // Freeze()
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
   FaultPlan faults_;

@@ -90,7 +90,20 @@ struct Packet {
   uint32_t msn = 0;
   uint64_t atomic_orig = 0;
   std::vector<uint8_t> payload;
+  // A payload still in the sender's buffers (MemoryModel::gathers_at_post
+  // false): `deferred_len` bytes at message offset `deferred_offset` of the
+  // send WQE posted as number `deferred_wqe` (SendWqe::seq; 0: the payload is
+  // in `payload`). They are read when the packet leaves the link
+  // (GatherDeferred in requester.cc).
+  uint64_t deferred_wqe = 0;
+  uint64_t deferred_offset = 0;
+  uint32_t deferred_len = 0;
 };
+
+// The payload bytes a packet carries, read or still to be read.
+inline size_t PayloadLength(const Packet& p) {
+  return p.payload.size() + p.deferred_len;
+}
 
 // Opcode classes.
 bool IsSend(RcOp op);

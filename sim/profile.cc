@@ -152,6 +152,19 @@ absl::Status CheckSgidIndex(const SimProfile& profile, int sgid_index) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// rxe and siw copy a WR's data in the post call when they can and place
+// and fetch in request order (docs/ordering.md has the driver sources and
+// what the guest showed).
+void StrongMemory(SimProfile& p) {
+  p.memory.gathers_at_post = true;
+  p.memory.places_messages_in_order = true;
+  p.memory.fetches_reads_in_order = true;
+}
+
+}  // namespace
+
 absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
   SimProfile p;
   p.device = RxeLikeDevice();
@@ -220,6 +233,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.post_send.type1_bind_wr_refused = false;
     p.checks_response_sges_on_arrival = true;
     p.gathers_per_packet = true;
+    StrongMemory(p);
     p.ipv4_ttl = 64;
     p.one_key_for_both = true;
     p.rkey_needs_remote_access = true;
@@ -235,6 +249,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
   if (name == "siw") {
     p.name = "siw";
     SiwLimits(p);
+    StrongMemory(p);
     // Kernel 6.1 ib_core and siw_verbs.c siw_reg_user_mr, as probed in the
     // guest (the same rules as rxe's but rkey_needs_remote_access).
     p.one_key_for_both = true;

@@ -107,6 +107,28 @@ struct IwarpRules {
   bool rc_only = false;
 };
 
+// Where the spec leaves order and timing open (docs/ordering.md). Each
+// field false is the weak choice, which the ibta profile takes so that code
+// relying on an order the spec does not give fails on some seed; rxe and siw
+// were seen giving the strong outcome every time.
+struct MemoryModel {
+  // A non-inline RC send or write is copied out of its buffers during the
+  // post (rxe_req.c runs in the post call), or each packet's bytes are read
+  // as the packet crosses the link, after the post returned (an HCA's DMA;
+  // ibv_post_send(3): a buffer may be reused only after its completion).
+  bool gathers_at_post = false;
+  // An RDMA write's data is all in memory before the QP's next request
+  // executes (rxe_resp.c, siw_qp_rx.c place in order), or it may land after
+  // the data of later writes until a completion, an ACK, a read or atomic
+  // of the QP, or an overlapping access forces it out (IBA 9.5 and
+  // ordering rule 1 of docs/ordering.md).
+  bool places_messages_in_order = false;
+  // An RDMA read's data is fetched when the request executes, or later, after
+  // later sends and writes of the QP have executed (IBA 10.8.3.3 read
+  // relaxed ordering; IBV_SEND_FENCE on the later WR rules it out).
+  bool fetches_reads_in_order = false;
+};
+
 struct SimProfile {
   std::string name;
   // What ibv_query_device reports; limits the sim enforces.
@@ -270,6 +292,8 @@ struct SimProfile {
   bool send_wqe_sizes_sge_and_inline = false;
   // iWARP instead of InfiniBand transport rules (IwarpRules above).
   IwarpRules iwarp;
+  // Order and visibility where the spec leaves a choice (MemoryModel above).
+  MemoryModel memory;
 };
 
 // The entries a queue asked for `n` holds under `rounding`.

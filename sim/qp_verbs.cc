@@ -542,6 +542,7 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       PushCompletion(*qp.send_cq, wc, false);
       continue;
     }
+    w.seq = qp.next_wqe_seq++;
     qp.sq.push_back(std::move(w));
   }
   if (bad_index != nullptr) *bad_index = wrs.size();

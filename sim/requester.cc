@@ -54,7 +54,13 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
         }
         return false;
       }
-      w.data = GatherFrom(w.sges);
+      // Copied now where the device copies during the post; otherwise each
+      // packet reads its bytes as it leaves (SendPackets). UC and UD WRs
+      // complete once sent, so their bytes are taken now.
+      if (qp.node->fabric->profile().memory.gathers_at_post ||
+          qp.type != QpType::kRc) {
+        w.data = GatherFrom(w.sges);
+      }
       return true;
     case WrOpcode::kRdmaRead:
     case WrOpcode::kAtomicCmpAndSwp:
@@ -138,6 +144,13 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
   }
   const bool is_write = w.opcode == WrOpcode::kRdmaWrite ||
                         w.opcode == WrOpcode::kRdmaWriteWithImm;
+  // Bytes not gathered at post are read per packet: some packets now, the
+  // rest (from the first deferred one on) as they leave the link, after
+  // the post returned (MemoryModel::gathers_at_post, docs/ordering.md
+  // rule B1). A kept packet capture reads every payload now.
+  Fabric* fabric = qp.node->fabric;
+  const bool gathered = w.data.size() == w.length;
+  bool defer = false;
   for (uint32_t i = skip; i < std::min(w.num_psn, limit); ++i) {
     Packet p;
     p.opcode = is_write ? WriteOpcode(w, i, w.num_psn)
@@ -156,8 +169,17 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
                                                          : w.imm;
     const uint64_t begin = static_cast<uint64_t>(i) * mtu;
     const uint64_t end = std::min<uint64_t>(w.length, begin + mtu);
-    if (end > begin) {
+    if (end > begin && gathered) {
       p.payload.assign(w.data.begin() + begin, w.data.begin() + end);
+    } else if (end > begin) {
+      defer = defer || (fabric->memory_rng()() & 1);
+      if (defer && !fabric->keeping_packets()) {
+        p.deferred_wqe = w.seq;
+        p.deferred_offset = begin;
+        p.deferred_len = static_cast<uint32_t>(end - begin);
+      } else {
+        p.payload = GatherRange(w.sges, begin, end - begin);
+      }
     }
     TransmitFrom(qp, std::move(p));
   }
@@ -260,6 +282,33 @@ void RequesterRun(QpCore& qp) {
     return;
   }
   ArmRetryTimer(qp, /*restart=*/false);
+}
+
+bool GatherDeferred(QpCore& qp, Packet& p) {
+  if (qp.sq.empty() || p.deferred_wqe < qp.sq.front().seq ||
+      p.deferred_wqe - qp.sq.front().seq >= qp.sq.size()) {
+    return false;  // its WR completed or was flushed: nothing to read
+  }
+  SendWqe& w = qp.sq[p.deferred_wqe - qp.sq.front().seq];
+  if (w.seq != p.deferred_wqe || w.phase != SendWqe::Phase::kInFlight) {
+    return false;
+  }
+  if (CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, p.deferred_offset,
+                    p.deferred_len, 0) != AccessResult::kOk) {
+    // The region was deregistered before the device read it: the WR fails
+    // its local protection check now (ibv_post_send(3): buffers belong to
+    // the device until the completion).
+    w.status = qp.node->fabric->profile().bad_lkey_status;
+    w.phase = SendWqe::Phase::kDone;
+    qp.req_halted = true;
+    CompleterRun(qp);
+    return false;
+  }
+  p.payload = GatherRange(w.sges, p.deferred_offset, p.deferred_len);
+  p.deferred_wqe = 0;
+  p.deferred_offset = 0;
+  p.deferred_len = 0;
+  return true;
 }
 
 void RequesterRewind(QpCore& qp, uint32_t psn) {

@@ -12,6 +12,23 @@
 namespace verbsim::sim {
 namespace {
 
+QpCore* Lookup(Node* node, uint32_t qpn) {
+  auto it = node->qps.find(qpn);
+  return it == node->qps.end() ? nullptr : it->second;
+}
+
+// Every response leaves through here: behind a read whose data is still to
+// be fetched it waits its turn, so responses leave in PSN order.
+void Respond(QpCore& qp, Packet p) {
+  if (!qp.held_responses.empty()) {
+    HeldResponse h;
+    h.packet = std::move(p);
+    qp.held_responses.push_back(std::move(h));
+    return;
+  }
+  TransmitFrom(qp, std::move(p));
+}
+
 void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
   // An ACK held back for coalescing goes first: ACKs and NAKs leave in PSN
   // order.
@@ -22,12 +39,14 @@ void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
   p.psn = psn;
   p.syndrome = syndrome;
   p.msn = qp.msn;
-  TransmitFrom(qp, std::move(p));
+  Respond(qp, std::move(p));
 }
 
 // A NAK that ends the connection (IBA 9.9.3: responder class B/C/D errors):
-// the responder QP goes to ERR too.
+// the responder QP goes to ERR too. Earlier writes' data lands and is
+// acknowledged first.
 void FatalNak(QpCore& qp, uint32_t psn, NakCode code) {
+  FlushPlacements(qp);
   SendAck(qp, psn, NakSyndrome(code));
   EnterError(qp);
 }
@@ -186,8 +205,11 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
   }
 }
 
-void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len) {
-  FlushPendingAck(qp);
+// The response packets of a read, their data fetched from memory now;
+// `direct` bypasses the held responses (it is their release).
+void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
+                       bool direct = false) {
+  if (!direct) FlushPendingAck(qp);
   const uint64_t mtu = PathMtuBytes(qp);
   const uint32_t n =
       static_cast<uint32_t>(std::max<uint64_t>(1, (len + mtu - 1) / mtu));
@@ -211,8 +233,43 @@ void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len) {
       const auto* src = reinterpret_cast<const uint8_t*>(va + begin);
       r.payload.assign(src, src + (end - begin));
     }
-    TransmitFrom(qp, std::move(r));
+    if (direct) {
+      TransmitFrom(qp, std::move(r));
+    } else {
+      Respond(qp, std::move(r));
+    }
   }
+}
+
+uint32_t ReadSourceAccess(const QpCore& qp) {
+  // siw checks a READ's source with no permission bits (IwarpRules).
+  return qp.node->fabric->profile().iwarp.read_needs_remote_read
+             ? kAccessRemoteRead
+             : 0;
+}
+
+// A read whose data is fetched later: the responses it holds back leave
+// when the fetch is done (ReleaseResponses), a seeded moment from now or
+// sooner when something forces it.
+void HoldRead(QpCore& qp, const Packet& request) {
+  Fabric* fabric = qp.node->fabric;
+  FlushPendingAck(qp);
+  HeldResponse h;
+  h.fetch = true;
+  h.packet = request;
+  h.packet.payload.clear();
+  qp.held_responses.push_back(std::move(h));
+  const uint64_t generation = qp.held_generation;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  fabric->Schedule(
+      fabric->now_ns() + 1 +
+          static_cast<int64_t>(fabric->memory_rng()() % 1000),
+      [node, qpn, generation]() {
+        QpCore* q = Lookup(node, qpn);
+        if (q == nullptr || q->held_generation != generation) return;
+        ReleaseResponses(*q);
+      });
 }
 
 void KeepResource(QpCore& qp, const RdAtomicResource& res) {
@@ -227,10 +284,7 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
     FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
     return;
   }
-  // siw checks a READ's source with no permission bits (IwarpRules).
-  const uint32_t needed =
-      profile.iwarp.read_needs_remote_read ? kAccessRemoteRead : 0;
-  if (!RkeyOk(qp, p, p.dma_len, needed)) {
+  if (!RkeyOk(qp, p, p.dma_len, ReadSourceAccess(qp))) {
     FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
     return;
   }
@@ -240,6 +294,13 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
   KeepResource(qp, RdAtomicResource{p.psn, false, 0});
   qp.epsn = PsnAdd(p.psn, n);
   ++qp.msn;
+  // Read relaxed ordering (docs/ordering.md rule R3): later sends and writes
+  // of the QP may execute before the data is fetched.
+  if (!profile.memory.fetches_reads_in_order && p.dma_len > 0 &&
+      (qp.node->fabric->memory_rng()() & 1)) {
+    HoldRead(qp, p);
+    return;
+  }
   SendReadResponses(qp, p.psn, p.va, p.dma_len);
 }
 
@@ -276,7 +337,7 @@ void ExecuteAtomic(QpCore& qp, const Packet& p) {
   ack.syndrome = AckSyndrome();
   ack.msn = qp.msn;
   ack.atomic_orig = orig;
-  TransmitFrom(qp, std::move(ack));
+  Respond(qp, std::move(ack));
 }
 
 // A request with a PSN already executed (IBA 9.7.5.1.1): sends and writes are
@@ -301,7 +362,7 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
       ack.syndrome = AckSyndrome();
       ack.msn = qp.msn;
       ack.atomic_orig = res.atomic_orig;
-      TransmitFrom(qp, std::move(ack));
+      Respond(qp, std::move(ack));
       return;
     }
   }
@@ -334,6 +395,35 @@ void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
     }
   }
   PushCompletion(*qp.recv_cq, wc, p.solicited);
+}
+
+void ReleaseResponses(QpCore& qp) {
+  if (qp.held_responses.empty()) return;
+  ++qp.held_generation;  // the scheduled release has nothing left to do
+  while (!qp.held_responses.empty()) {
+    HeldResponse h = std::move(qp.held_responses.front());
+    qp.held_responses.pop_front();
+    if (!h.fetch) {
+      TransmitFrom(qp, std::move(h.packet));
+      continue;
+    }
+    const Packet& r = h.packet;
+    if (!RkeyOk(qp, r, r.dma_len, ReadSourceAccess(qp))) {
+      // The source was deregistered before the fetch: the read fails as it
+      // would have when it executed.
+      qp.held_responses.clear();
+      ++qp.naks_sent;
+      Packet nak;
+      nak.opcode = RcOp::kAcknowledge;
+      nak.psn = r.psn;
+      nak.syndrome = NakSyndrome(NakCode::kRemoteAccessError);
+      nak.msn = qp.msn;
+      TransmitFrom(qp, std::move(nak));
+      if (qp.state != verbsim::QpState::kErr) EnterError(qp);
+      return;
+    }
+    SendReadResponses(qp, r.psn, r.va, r.dma_len, /*direct=*/true);
+  }
 }
 
 void SendAckNow(QpCore& qp, uint32_t psn) {
@@ -386,8 +476,17 @@ void ResponderReceive(QpCore& qp, Packet& p) {
     return;
   }
   qp.nak_sent = false;
-  // Everything an earlier request wrote is in memory before this one runs.
-  FlushPlacements(qp);
+  // Everything an earlier request wrote is in memory before this one runs,
+  // or, where messages may land out of order, before a send, read or
+  // atomic runs (docs/ordering.md rule W2; overlapping writes:
+  // PlaceWriteData). A read or atomic also waits for a read still to fetch.
+  if (fabric->profile().memory.places_messages_in_order ||
+      !IsWrite(p.opcode)) {
+    FlushPlacements(qp);
+  }
+  if (p.opcode == RcOp::kReadRequest || IsAtomicRequest(p.opcode)) {
+    ReleaseResponses(qp);
+  }
   // Opcode sequence (IBA 9.8.3.1): a multi-packet message continues with its
   // own MIDDLE/LAST packets and nothing else.
   const bool continues_send = IsSend(p.opcode) && IsMiddleOrLast(p.opcode);

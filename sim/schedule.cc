@@ -3,8 +3,11 @@
 //  - the data of an RDMA write packet is placed in 64-byte chunks in random
 //    order over a few nanoseconds (ibv_query_qp_data_in_order(3): placement
 //    order inside a message is not guaranteed), always complete before the
-//    message is acknowledged and before the next request of the QP executes
-//    (IBA 10.8.3: requests of one QP execute in order);
+//    message is acknowledged. Where the profile places messages in order
+//    (MemoryModel), it is also complete before the next request of the QP
+//    executes; otherwise it may land after later writes' data until a send,
+//    read or atomic of the QP, a completion, an ACK or an overlapping write
+//    forces it out (docs/ordering.md rules W1-W3);
 //  - the responder may hold an ACK back briefly and coalesce it with the
 //    ACKs of later messages (IBA 9.7.5.1.2).
 #include <algorithm>
@@ -26,20 +29,42 @@ QpCore* Lookup(Node* node, uint32_t qpn) {
   return it == node->qps.end() ? nullptr : it->second;
 }
 
-// Places the chunks of the oldest pending write that have not landed yet.
-void PlaceNext(QpCore& qp) {
-  PendingChunk c = std::move(qp.placements.front());
-  qp.placements.pop_front();
+// Places the chunks of pending write `c`.
+void Place(const PendingChunk& c) {
   for (uint32_t index : c.left) {
     const uint64_t off = uint64_t{index} * kChunk;
     const uint64_t n = std::min<uint64_t>(kChunk, c.bytes.size() - off);
     std::memcpy(reinterpret_cast<void*>(c.va + off), c.bytes.data() + off, n);
   }
-  if (qp.placements.empty() && qp.after_placement) {
-    auto then = std::move(qp.after_placement);
-    qp.after_placement = nullptr;
-    then(qp);
+}
+
+// Once nothing is pending, what waited for the data runs, in order.
+void RunAfterPlacement(QpCore& qp) {
+  if (!qp.placements.empty() || qp.after_placement.empty()) return;
+  auto then = std::move(qp.after_placement);
+  qp.after_placement.clear();
+  for (auto& fn : then) fn(qp);
+}
+
+// Places every pending write that is due.
+void PlaceDue(QpCore& qp) {
+  const int64_t now = qp.node->fabric->now_ns();
+  for (auto it = qp.placements.begin(); it != qp.placements.end();) {
+    if (it->due_ns <= now) {
+      Place(*it);
+      it = qp.placements.erase(it);
+    } else {
+      ++it;
+    }
   }
+  RunAfterPlacement(qp);
+}
+
+bool Overlaps(const QpCore& qp, uint64_t va, uint64_t len) {
+  for (const PendingChunk& c : qp.placements) {
+    if (va < c.va + c.bytes.size() && c.va < va + len) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -47,20 +72,26 @@ void PlaceNext(QpCore& qp) {
 void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
   Fabric* fabric = qp.node->fabric;
   if (data.empty()) return;
-  if (!fabric->options().randomize_schedule || data.size() <= kChunk) {
+  const bool in_order = fabric->profile().memory.places_messages_in_order;
+  // A later write to the same bytes wins (requests execute in order, IBA
+  // 9.5): what an earlier one still has pending lands first.
+  if (!in_order && Overlaps(qp, va, data.size())) FlushPlacements(qp);
+  if (!fabric->options().randomize_schedule ||
+      (in_order && data.size() <= kChunk)) {
     std::memcpy(reinterpret_cast<void*>(va), data.data(), data.size());
     return;
   }
-  // A random subset of the packet's 64-byte chunks lands now, the rest a few
-  // nanoseconds later: any chunk, the last one included, may be seen before
-  // the others.
+  // A random subset of the packet's 64-byte chunks lands now, the rest a
+  // little later: any chunk, the last one included, may be seen before the
+  // others. Where messages may land out of order (MemoryModel), the rest
+  // may come after later writes' data, up to a microsecond later.
+  std::mt19937_64& rng = in_order ? fabric->rng() : fabric->memory_rng();
   const uint32_t chunks =
       static_cast<uint32_t>((data.size() + kChunk - 1) / kChunk);
   std::vector<uint32_t> order(chunks);
   for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
-  std::shuffle(order.begin(), order.end(), fabric->rng());
-  const uint32_t now_count =
-      static_cast<uint32_t>(fabric->rng()() % (chunks + 1));
+  std::shuffle(order.begin(), order.end(), rng);
+  const uint32_t now_count = static_cast<uint32_t>(rng() % (chunks + 1));
   for (uint32_t i = 0; i < now_count; ++i) {
     const uint64_t off = uint64_t{order[i]} * kChunk;
     const uint64_t n = std::min<uint64_t>(kChunk, data.size() - off);
@@ -71,17 +102,18 @@ void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
   pending.va = va;
   pending.bytes = std::move(data);
   pending.left.assign(order.begin() + now_count, order.end());
+  const uint64_t spread = in_order ? 50 : 1000;
+  pending.due_ns = fabric->now_ns() + 5 + static_cast<int64_t>(rng() % spread);
+  const int64_t due = pending.due_ns;
   qp.placements.push_back(std::move(pending));
-  const uint64_t generation = ++qp.placement_generation;
+  const uint64_t generation = qp.placement_generation;
   Node* node = qp.node;
   const uint32_t qpn = qp.qpn;
-  fabric->Schedule(
-      fabric->now_ns() + 5 + static_cast<int64_t>(fabric->rng()() % 50),
-      [node, qpn, generation]() {
-        QpCore* q = Lookup(node, qpn);
-        if (q == nullptr || q->placement_generation != generation) return;
-        while (!q->placements.empty()) PlaceNext(*q);
-      });
+  fabric->Schedule(due, [node, qpn, generation]() {
+    QpCore* q = Lookup(node, qpn);
+    if (q == nullptr || q->placement_generation != generation) return;
+    PlaceDue(*q);
+  });
 }
 
 void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then) {
@@ -89,19 +121,24 @@ void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then) {
     then(qp);
     return;
   }
-  qp.after_placement = std::move(then);
+  qp.after_placement.push_back(std::move(then));
 }
 
 void FlushPlacements(QpCore& qp) {
   if (qp.placements.empty()) return;
   ++qp.placement_generation;  // the scheduled events have nothing left to do
-  while (!qp.placements.empty()) PlaceNext(qp);
+  while (!qp.placements.empty()) {
+    PendingChunk c = std::move(qp.placements.front());
+    qp.placements.pop_front();
+    Place(c);
+  }
+  RunAfterPlacement(qp);
 }
 
 void DropPlacements(QpCore& qp) {
   ++qp.placement_generation;
   qp.placements.clear();
-  qp.after_placement = nullptr;
+  qp.after_placement.clear();
   qp.ack_pending = false;
   ++qp.ack_generation;
 }

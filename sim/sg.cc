@@ -72,6 +72,18 @@ std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len) {
   return out;
 }
 
+std::vector<uint8_t> GatherRange(const std::vector<Sge>& sges,
+                                 uint64_t offset, uint64_t len) {
+  std::vector<uint8_t> out(len);
+  ForEachPiece(sges, offset, len,
+               [&](const Sge& s, uint64_t in_sge, uint64_t n, uint64_t done) {
+                 std::memcpy(out.data() + done,
+                             reinterpret_cast<const void*>(s.addr + in_sge), n);
+                 return true;
+               });
+  return out;
+}
+
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,
                            const std::vector<Sge>& sges, uint64_t offset,
                            uint64_t len, uint32_t required) {

@@ -19,6 +19,9 @@ void ScatterTo(const std::vector<Sge>& sges, uint64_t offset,
 std::vector<uint8_t> GatherFrom(const std::vector<Sge>& sges);
 // Copies the first `len` bytes of the message out of the SGEs.
 std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len);
+// Copies [offset, offset + len) of the message out of the SGEs.
+std::vector<uint8_t> GatherRange(const std::vector<Sge>& sges, uint64_t offset,
+                                 uint64_t len);
 // The local access check over the part [offset, offset + len) of the message
 // that falls into each SGE. kOk when every touched SGE passes.
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "sim/packet.h"
 
 namespace verbsim {
 class Cq;
@@ -107,6 +108,7 @@ struct AhState {
 
 // A posted send work request and the requester's progress on it.
 struct SendWqe {
+  uint64_t seq = 0;  // post order on its QP, from 1 (QpCore::next_wqe_seq)
   uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::kSend;
   uint32_t flags = 0;
@@ -114,7 +116,9 @@ struct SendWqe {
   std::vector<Sge> sges;
   uint64_t length = 0;
   bool is_inline = false;
-  std::vector<uint8_t> data;  // inline bytes, or gathered when first sent
+  // Inline bytes, or gathered when first sent where the profile gathers at
+  // post (MemoryModel); empty while each packet reads its own bytes.
+  std::vector<uint8_t> data;
   // Profiles that gather per packet (rxe): how many packets of a send or
   // write passed their local check before one failed (they still go out).
   uint32_t good_packets = 0;
@@ -149,11 +153,21 @@ struct SendWqe {
 };
 
 // An RDMA write packet whose data has partly landed: the 64-byte chunks
-// `left` of `bytes` (to be placed at va) are still to come.
+// `left` of `bytes` (to be placed at va) are still to come, at due_ns unless
+// something forces them out first (schedule.cc).
 struct PendingChunk {
   uint64_t va = 0;
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> left;
+  int64_t due_ns = 0;
+};
+
+// A response the responder holds back: a read whose data is still to be
+// fetched (`fetch`, with `packet` the read request), or a response that may
+// not overtake it (responses leave in PSN order).
+struct HeldResponse {
+  bool fetch = false;
+  Packet packet;
 };
 
 struct RecvWqe {
@@ -204,6 +218,7 @@ struct QpCore {
 
   // Send queue: WQEs not yet completed, in post order.
   std::deque<SendWqe> sq;
+  uint64_t next_wqe_seq = 1;
   // Requester: index in sq of the next WQE to (re)transmit; next PSN.
   size_t req_next = 0;
   uint32_t req_psn = 0;
@@ -237,8 +252,13 @@ struct QpCore {
   std::deque<RdAtomicResource> resources;
   // Randomised schedule state (schedule.cc).
   std::deque<PendingChunk> placements;
-  std::function<void(QpCore&)> after_placement;
+  // Run in order once no placement is pending (the ACKs and immediate
+  // completions of writes).
+  std::vector<std::function<void(QpCore&)>> after_placement;
   uint64_t placement_generation = 0;
+  // Responses behind a read fetched late (MemoryModel), in PSN order.
+  std::deque<HeldResponse> held_responses;
+  uint64_t held_generation = 0;
   bool ack_pending = false;
   uint32_t ack_pending_psn = 0;
   uint64_t ack_generation = 0;

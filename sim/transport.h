@@ -45,6 +45,11 @@ inline bool OpcodeValidOn(QpType type, WrOpcode op) {
 void RequesterRun(QpCore& qp);
 // Requester: go back to `psn` and send again from there (go-back-N).
 void RequesterRewind(QpCore& qp, uint32_t psn);
+// Requester: reads the payload a packet of `qp` left in the sender's
+// buffers (Packet::deferred_wqe) as the packet leaves the link. False when
+// the packet is to be dropped: its WR is gone, or the bytes fail their local
+// check (the WR then fails).
+bool GatherDeferred(QpCore& qp, Packet& p);
 
 // Responder: one request packet arrived for `qp` (dispatches UC and UD).
 void ResponderReceive(QpCore& qp, Packet& packet);
@@ -116,6 +121,9 @@ void AckMessage(QpCore& qp, uint32_t psn);
 void FlushPendingAck(QpCore& qp);
 // Sends an ACK for `psn` at once (responder.cc).
 void SendAckNow(QpCore& qp, uint32_t psn);
+// Sends the responses held behind a read fetched late, fetching its data
+// now (responder.cc; MemoryModel::fetches_reads_in_order).
+void ReleaseResponses(QpCore& qp);
 
 // Payload bytes per packet on this QP.
 uint32_t PathMtuBytes(const QpCore& qp);

@@ -4,6 +4,7 @@
 //   verbsim tour                 the guided tour, step by step
 //   verbsim run FILE             a scenario file (docs/scenarios/*.scenario)
 //   verbsim exec CMD             a program on the drop-in libraries
+//   verbsim litmus FILE          an ordering litmus test over many seeds
 //   verbsim help [COMMAND]       usage
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "sim/packet.h"
 #include "sim/trace.h"
 #include "tools/verbsim/exec.h"
+#include "tools/verbsim/litmus.h"
 #include "tools/verbsim/output.h"
 #include "tools/verbsim/pcap.h"
 #include "tools/verbsim/scenario.h"
@@ -49,6 +51,9 @@ commands:
                     exits 1 if an expectation fails
   exec [--] CMD     run an unmodified RDMA program on the simulated
                     devices (the drop-in libibverbs and librdmacm)
+  litmus FILE...    run ordering litmus tests (docs/litmus/) over many
+                    seeds: the histogram of outcomes, each marked with
+                    what docs/ordering.md allows
   help [COMMAND]    this text, or a command's options
 
 options of tour and run:
@@ -418,10 +423,12 @@ int Main(int argc, char** argv) {
     else if (about == "tour") std::printf("%s", kTourHelp);
     else if (about == "run") std::printf("%s", kRunHelp);
     else if (about == "exec") std::printf("%s", ExecHelp());
+    else if (about == "litmus") std::printf("%s", LitmusHelp());
     else return Usage("", absl::StrCat("no command '", about, "'"));
     return kExitOk;
   }
   if (command == "exec") return Exec(argc, argv, 2);
+  if (command == "litmus") return Litmus(argc, argv, 2);
   if (command != "tour" && command != "run") {
     if (absl::StartsWith(command, "-")) {
       return Usage("", absl::StrCat("'", command,
@@ -429,7 +436,8 @@ int Main(int argc, char** argv) {
                                     "command (verbsim run FILE --seed=7)"));
     }
     return Usage("", absl::StrCat("unknown command '", command,
-                                  "' (commands: tour, run, exec, help)"));
+                                  "' (commands: tour, run, exec, litmus, "
+                                  "help)"));
   }
   Options o;
   const int rc = ParseOptions(command, argc, argv, 2, &o);
