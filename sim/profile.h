@@ -107,25 +107,26 @@ struct IwarpRules {
   bool rc_only = false;
 };
 
-// Where the spec leaves order and timing open (docs/ordering.md). Each
-// field false is the weak choice, which the ibta profile takes so that code
-// relying on an order the spec does not give fails on some seed; rxe and siw
-// were seen giving the strong outcome every time.
+// Where the spec leaves order and timing open (docs/ordering.md has each
+// rule, its source and what each device does). Each field false is the weak
+// choice, which the ibta profile takes so that code relying on an order the
+// spec does not give fails on some seed; rxe and siw gave the strong outcome
+// wherever they were tried.
 struct MemoryModel {
-  // A non-inline RC send or write is copied out of its buffers during the
-  // post (rxe_req.c runs in the post call), or each packet's bytes are read
-  // as the packet crosses the link, after the post returned (an HCA's DMA;
-  // ibv_post_send(3): a buffer may be reused only after its completion).
+  // Rule B1: a non-inline RC send or write is copied out of its buffers
+  // during the post (rxe_req.c runs in the post call), or each packet's
+  // bytes are read as the packet crosses the link, after the post returned
+  // (an HCA's DMA; ibv_post_send(3): a buffer is the device's until the
+  // completion).
   bool gathers_at_post = false;
-  // An RDMA write's data is all in memory before the QP's next request
-  // executes (rxe_resp.c, siw_qp_rx.c place in order), or it may land after
-  // the data of later writes until a completion, an ACK, a read or atomic
-  // of the QP, or an overlapping access forces it out (IBA 9.5 and
-  // ordering rule 1 of docs/ordering.md).
+  // Rule W2: an RDMA write's data is all in memory before the QP's next
+  // request executes (rxe_resp.c, siw_qp_rx.c place in order), or it may
+  // land after the data of later writes until a send, read or atomic of the
+  // QP, a completion, an ACK or an overlapping write forces it out.
   bool places_messages_in_order = false;
-  // An RDMA read's data is fetched when the request executes, or later, after
-  // later sends and writes of the QP have executed (IBA 10.8.3.3 read
-  // relaxed ordering; IBV_SEND_FENCE on the later WR rules it out).
+  // Rule R3: an RDMA read's data is fetched when the request executes, or
+  // later, after later sends, writes and atomics of the QP have executed
+  // (read relaxed ordering; IBV_SEND_FENCE on the later WR rules it out).
   bool fetches_reads_in_order = false;
 };
 

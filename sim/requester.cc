@@ -149,7 +149,6 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
   // the post returned (MemoryModel::gathers_at_post, docs/ordering.md
   // rule B1). A kept packet capture reads every payload now.
   Fabric* fabric = qp.node->fabric;
-  const bool gathered = w.data.size() == w.length;
   bool defer = false;
   for (uint32_t i = skip; i < std::min(w.num_psn, limit); ++i) {
     Packet p;
@@ -169,7 +168,7 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
                                                          : w.imm;
     const uint64_t begin = static_cast<uint64_t>(i) * mtu;
     const uint64_t end = std::min<uint64_t>(w.length, begin + mtu);
-    if (end > begin && gathered) {
+    if (end > begin && end <= w.data.size()) {
       p.payload.assign(w.data.begin() + begin, w.data.begin() + end);
     } else if (end > begin) {
       defer = defer || (fabric->memory_rng()() & 1);

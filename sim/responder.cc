@@ -294,8 +294,8 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
   KeepResource(qp, RdAtomicResource{p.psn, false, 0});
   qp.epsn = PsnAdd(p.psn, n);
   ++qp.msn;
-  // Read relaxed ordering (docs/ordering.md rule R3): later sends and writes
-  // of the QP may execute before the data is fetched.
+  // Read relaxed ordering (docs/ordering.md rule R3): later sends, writes
+  // and atomics of the QP may execute before the data is fetched.
   if (!profile.memory.fetches_reads_in_order && p.dma_len > 0 &&
       (qp.node->fabric->memory_rng()() & 1)) {
     HoldRead(qp, p);
@@ -479,14 +479,13 @@ void ResponderReceive(QpCore& qp, Packet& p) {
   // Everything an earlier request wrote is in memory before this one runs,
   // or, where messages may land out of order, before a send, read or
   // atomic runs (docs/ordering.md rule W2; overlapping writes:
-  // PlaceWriteData). A read or atomic also waits for a read still to fetch.
+  // PlaceWriteData). A later read fetches after an earlier one; sends,
+  // writes and atomics may run before it (rule R3).
   if (fabric->profile().memory.places_messages_in_order ||
       !IsWrite(p.opcode)) {
     FlushPlacements(qp);
   }
-  if (p.opcode == RcOp::kReadRequest || IsAtomicRequest(p.opcode)) {
-    ReleaseResponses(qp);
-  }
+  if (p.opcode == RcOp::kReadRequest) ReleaseResponses(qp);
   // Opcode sequence (IBA 9.8.3.1): a multi-packet message continues with its
   // own MIDDLE/LAST packets and nothing else.
   const bool continues_send = IsSend(p.opcode) && IsMiddleOrLast(p.opcode);
