@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# ordering_probe, built against the system's libibverbs, over 40 seeds on
+# the drop-in (docs/ordering.md): on the ibta profile each of the three
+# weak behaviours shows on at least one seed (a source buffer reused before
+# its completion reaches the peer, stale data behind a polled flag, an
+# unfenced read returning a later write's data), and their protected forms
+# (reuse after the completion, a send or an immediate after the data, a
+# fence) never go wrong; on the rxe profile, which does what rxe0 did in the
+# guest, nothing weak ever shows.
+set -uo pipefail
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
+probe="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/ordering_probe"
+
+# run PROFILE: the probe's lines over seeds 1..40, one "seed N check: word"
+# line each.
+run() {
+  local profile="$1" seed out rc
+  for seed in $(seq 1 40); do
+    out="$(VERBSIM_PROFILE="${profile}" VERBSIM_SEED="${seed}" \
+      run_bounded 60 "${probe}" sim0 0 2>&1)"
+    rc=$?
+    [[ ${rc} == 0 ]] || fail "ordering_probe on ${profile}, seed ${seed}, exited ${rc}: ${out}"
+    [[ $(wc -l <<<"${out}") == 7 ]] || fail "seed ${seed}: not 7 lines: ${out}"
+    sed "s/^/seed ${seed} /" <<<"${out}"
+  done
+}
+
+# count LINES CHECK WORD...: how many seeds gave CHECK one of the WORDs.
+count() {
+  local lines="$1" check="$2"
+  shift 2
+  local pattern
+  pattern="$(printf '%s|' "$@")"
+  grep -cE "^seed [0-9]+ ${check}: (${pattern%|})$" <<<"${lines}"
+}
+
+ibta="$(run ibta)"
+rxe="$(run rxe)"
+echo "== ibta"
+for check in reuse reuse_after_completion flag flag_then_send flag_then_imm \
+  read_then_write read_then_write_fenced; do
+  echo "${check}: $(grep -E "^seed [0-9]+ ${check}: " <<<"${ibta}" |
+    awk '{print $4}' | sort | uniq -c | tr '\n' ' ')"
+done
+
+# The weak behaviours, each on some seed of ibta.
+[[ $(count "${ibta}" reuse overwritten mixed) -ge 1 ]] ||
+  fail "ibta: the peer never got the overwritten source bytes"
+[[ $(count "${ibta}" flag stale partial) -ge 1 ]] ||
+  fail "ibta: never stale data behind the polled flag"
+[[ $(count "${ibta}" read_then_write new) -ge 1 ]] ||
+  fail "ibta: the unfenced read never returned the later write's data"
+# The protected forms, never.
+[[ $(count "${ibta}" reuse_after_completion original) == 40 ]] ||
+  fail "ibta: a buffer reused after its completion reached the peer"
+[[ $(count "${ibta}" flag_then_send fresh) == 40 ]] ||
+  fail "ibta: stale data behind a receive completion"
+[[ $(count "${ibta}" flag_then_imm fresh) == 40 ]] ||
+  fail "ibta: stale data behind an immediate"
+[[ $(count "${ibta}" read_then_write_fenced old) == 40 ]] ||
+  fail "ibta: a fenced write passed the read"
+# rxe: the strong outcome every time.
+for check in "reuse original" "reuse_after_completion original" \
+  "flag fresh" "flag_then_send fresh" "flag_then_imm fresh" \
+  "read_then_write old" "read_then_write_fenced old"; do
+  # shellcheck disable=SC2086
+  [[ $(count "${rxe}" ${check}) == 40 ]] ||
+    fail "rxe: '${check}' not on every seed: $(grep "${check%% *}:" <<<"${rxe}" | sort | uniq -c | head -3)"
+done
+echo "PASS"
