@@ -91,6 +91,16 @@ out="$(cd "${work}/c-make" && timeout 60 make --no-print-directory check \
 grep -q "^retransmissions: [1-9]" <<<"${out}" ||
   fail "examples/c-make saw no retransmission: ${out}"
 echo "examples_test: examples/c-make ran under verbsim exec: $(grep '^retransmissions' <<<"${out}")" >&2
+# ... and its seed sweep: flag_poll's ordering bug on some seeds, the fixed
+# version on none.
+out="$(cd "${work}/c-make" && timeout 300 make --no-print-directory sweep \
+  VERBSIM="${root}/usr/bin/verbsim" 2>&1)" ||
+  { echo "${out}" >&2; fail "make sweep in examples/c-make"; }
+grep -q "exit 1 | stale data behind the flag" <<<"${out}" ||
+  fail "make sweep found no seed with the ordering bug: ${out}"
+grep -q "every seed ended the same way" <<<"${out}" ||
+  fail "make sweep: the fixed flag_poll did not hold on every seed: ${out}"
+echo "examples_test: make sweep found the flag bug on $(grep -m1 'stale data' <<<"${out}" | awk '{print $1}') of 40 seeds" >&2
 
 # examples/bazel: a workspace of its own on verbsim's source through
 # local_repository (its paths pointed at this checkout), in its own output

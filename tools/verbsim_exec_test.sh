@@ -53,5 +53,44 @@ expect 2 "no drop-in libibverbs.so.1" env VERBSIM_DROPIN_DIR=/nonexistent "${ver
 expect 127 "cannot run no-such-program" "${verbsim}" exec no-such-program
 "${verbsim}" help exec | grep -q "usage: verbsim exec" || bad "verbsim help exec"
 
+# The seed sweep (--seeds): examples/c-make/flag_poll polls a flag written
+# after its data (docs/ordering.md rule W2); on the ibta profile some seeds
+# see stale data, and the sweep names the first odd seed and its replay.
+flag_poll="${TEST_SRCDIR}/${TEST_WORKSPACE}/examples/c-make/flag_poll"
+out="$(timeout 120 "${verbsim}" exec --seeds=1-40 -- "${flag_poll}" 2>&1)"
+rc=$?
+[[ ${rc} == 1 ]] || bad "a sweep with two endings exited ${rc}, not 1: ${out}"
+grep -qE "^ +[0-9]+ .*exit 1 \| stale data behind the flag$" <<<"${out}" ||
+  bad "no seed saw the stale data: ${out}"
+grep -qE "^ +[0-9]+ .*exit 0 \| data complete when the flag was seen$" <<<"${out}" ||
+  bad "no seed saw the data complete: ${out}"
+replay="$(grep -A1 "Replay it with:" <<<"${out}" | tail -1)"
+seed="$(grep -oE -- "--seed=[0-9]+" <<<"${replay}" | cut -d= -f2)"
+[[ -n "${seed}" ]] || bad "no replay command: ${out}"
+# The replayed seed ends as the sweep said it did.
+said="$(grep -E "^ +[0-9]+ +([0-9]+ )*${seed}( |$)" <<<"${out}" | grep -oE "exit [0-9]+")"
+timeout 30 "${verbsim}" exec --seed="${seed}" -- "${flag_poll}" >/dev/null 2>&1
+[[ "exit $?" == "${said}" ]] || bad "seed ${seed} replayed with another exit than '${said}'"
+# The fixed program (a write with immediate) and the rxe profile: one ending.
+out="$(timeout 120 "${verbsim}" exec --seeds=1-40 -- "${flag_poll}" --fixed 2>&1)" ||
+  bad "the fixed program ended two ways: ${out}"
+grep -q "every seed ended the same way" <<<"${out}" || bad "fixed: ${out}"
+out="$(timeout 120 "${verbsim}" exec --profile=rxe --seeds=40 -- "${flag_poll}" 2>&1)" ||
+  bad "rxe (in-order placement) ended two ways: ${out}"
+# Options stay in the replay command; --lines=0 keeps the exit status only;
+# a run over --timeout ends "timed out" and is killed.
+out="$(timeout 60 "${verbsim}" exec --profile=ibta --seeds=1-3 --lines=0 -- printenv VERBSIM_SEED 2>&1)"
+grep -qE "^ +3 +1 2 3 +exit 0$" <<<"${out}" || bad "--lines=0: ${out}"
+out="$(timeout 60 "${verbsim}" exec --seeds=2 --timeout=1 -- sleep 5 2>&1)"
+grep -qE "^ +2 +1 2 +timed out after 1 s$" <<<"${out}" || bad "--timeout: ${out}"
+out="$(timeout 60 "${verbsim}" exec --profile=ibta --seeds=1-4 -- printenv VERBSIM_SEED 2>&1)"
+grep -qF "verbsim exec --profile=ibta --seed=2 -- printenv VERBSIM_SEED" <<<"${out}" ||
+  bad "the replay command lacks the options: ${out}"
+expect 2 "--seeds wants FIRST-LAST or N" "${verbsim}" exec --seeds=5-2 true
+expect 2 "--seeds wants FIRST-LAST or N" "${verbsim}" exec --seeds=0 true
+expect 2 "--seed and --seeds together" "${verbsim}" exec --seed=3 --seeds=4 true
+expect 2 "--timeout wants" "${verbsim}" exec --seeds=2 --timeout=0 true
+expect 127 "cannot run no-such-program" "${verbsim}" exec --seeds=2 no-such-program
+
 [[ ${fail} == 0 ]] || exit 1
 echo "PASS"

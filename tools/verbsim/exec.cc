@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tools/verbsim/sweep.h"
 
 namespace verbsim::cli {
 namespace {
@@ -38,11 +39,25 @@ options (each sets the variable of docs/drop-in.md for COMMAND):
   --faults=RULES    VERBSIM_FAULTS, the text form of docs/faults.md
   --debug           VERBSIM_DEBUG=1: every failing verb prints its reason
 
-Exit status: COMMAND's, or 2 for a wrong command line or no drop-in
-directory, 127 when COMMAND cannot be run.
+A seed sweep, to find the seeds on which your program goes another way (an
+ordering bug shows on some seeds of the ibta profile, docs/ordering.md):
+  --seeds=FIRST-LAST, --seeds=N
+                    run COMMAND once per seed (N: seeds 1..N) and print
+                    how many seeds ended each way (exit status and last
+                    output lines), and the command that replays the first
+                    seed that ended unlike the most common way
+  --lines=N         the last N lines of output are part of the ending
+                    (default 1; 0: the exit status alone)
+  --timeout=S       a run taking longer than S seconds is killed and ends
+                    "timed out" (default 60)
 
-Example:
+Exit status: COMMAND's, or 2 for a wrong command line or no drop-in
+directory, 127 when COMMAND cannot be run. With --seeds: 0 when every seed
+ended the same way, 1 when they did not.
+
+Examples:
   verbsim exec --profile=rxe -- ibv_rc_pingpong -d sim0 -g 0
+  verbsim exec --seeds=1-100 -- ./my_rdma_test
 )";
 
 // The directory this program lives in, from /proc/self/exe.
@@ -106,6 +121,9 @@ int Exec(int argc, char** argv, int first) {
       {"--faults=", "VERBSIM_FAULTS"},
   };
   int i = first;
+  bool sweep = false;
+  bool one_seed = false;
+  SweepOptions sweep_options;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") {
@@ -118,21 +136,53 @@ int Exec(int argc, char** argv, int first) {
     }
     if (arg == "--debug") {
       setenv("VERBSIM_DEBUG", "1", 1);
+      sweep_options.replay_options.push_back(arg);
+      continue;
+    }
+    if (absl::StartsWith(arg, "--seeds=")) {
+      if (absl::Status s = ParseSeedRange(arg.substr(8), &sweep_options);
+          !s.ok()) {
+        return Usage(std::string(s.message()));
+      }
+      sweep = true;
+      continue;
+    }
+    if (absl::StartsWith(arg, "--lines=")) {
+      if (!absl::SimpleAtoi(arg.substr(8), &sweep_options.lines) ||
+          sweep_options.lines < 0 || sweep_options.lines > 100) {
+        return Usage(absl::StrCat("--lines wants 0..100, not '", arg.substr(8),
+                                  "'"));
+      }
+      continue;
+    }
+    if (absl::StartsWith(arg, "--timeout=")) {
+      if (!absl::SimpleAtoi(arg.substr(10), &sweep_options.timeout_s) ||
+          sweep_options.timeout_s < 1 || sweep_options.timeout_s > 86400) {
+        return Usage(absl::StrCat("--timeout wants 1..86400 seconds, not '",
+                                  arg.substr(10), "'"));
+      }
       continue;
     }
     if (!absl::StartsWith(arg, "-")) break;
+    if (absl::StartsWith(arg, "--seed=")) one_seed = true;
     bool known = false;
     for (const Setting& s : kSettings) {
       if (absl::StartsWith(arg, s.option)) {
         const std::string value = arg.substr(std::strlen(s.option));
         if (value.empty()) return Usage(absl::StrCat(s.option, " wants a value"));
         setenv(s.variable, value.c_str(), 1);
+        if (std::strcmp(s.variable, "VERBSIM_SEED") != 0) {
+          sweep_options.replay_options.push_back(arg);
+        }
         known = true;
       }
     }
     if (!known) return Usage(absl::StrCat("unknown option '", arg, "'"));
   }
   if (i >= argc) return Usage("which command?");
+  if (sweep && one_seed) {
+    return Usage("--seed and --seeds together: give one or the other");
+  }
   std::vector<std::string> tried;
   const std::vector<std::string> dirs = DropinDirs(&tried);
   if (dirs.empty()) {
@@ -146,6 +196,10 @@ int Exec(int argc, char** argv, int first) {
     absl::StrAppend(&path, ":", old);
   }
   setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  if (sweep) {
+    sweep_options.command.assign(argv + i, argv + argc);
+    return Sweep(sweep_options);
+  }
   execvp(argv[i], argv + i);
   std::fprintf(stderr, "verbsim exec: cannot run %s: %s\n", argv[i],
                std::strerror(errno));
