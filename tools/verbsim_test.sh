@@ -183,7 +183,7 @@ expect_run 2 ""
 # 6. docs/cli.md: every ```scenario block is a file, every `$ verbsim` line
 # of a ```console block runs with the status it states (0 unless `# exit N`).
 mkdir -p "${tmp}/docs"
-cp -r docs/scenarios "${tmp}/docs/"
+cp -r docs/scenarios docs/litmus "${tmp}/docs/"
 chmod -R u+w "${tmp}/docs"
 python3 - "${root}/docs/cli.md" "${tmp}/docs" "${tmp}/commands" <<'PY'
 import re, sys
