@@ -140,10 +140,8 @@ void CompleterRun(QpCore& qp) {
 }
 
 void EnterError(QpCore& qp) {
-  // Data already received is placed and reads already executed answered;
-  // ACKs held back for coalescing are not sent.
+  // Data already received is placed; ACKs held back are not sent.
   FlushPlacements(qp);
-  ReleaseResponses(qp);
   DropPlacements(qp);
   qp.state = verbsim::QpState::kErr;
   qp.req_halted = true;
@@ -188,8 +186,6 @@ void EnterError(QpCore& qp) {
 
 void ResetQueues(QpCore& qp) {
   DropPlacements(qp);
-  qp.held_responses.clear();
-  ++qp.held_generation;
   qp.sq.clear();
   qp.rq.clear();
   qp.req_next = 0;

@@ -225,12 +225,16 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
 }
 
 void Fabric::Arrive(Packet packet, bool corrupt) {
-  if (packet.deferred_wqe != 0) {
-    // The sender's device reads the payload now (GatherDeferred).
+  if (packet.deferred_len != 0) {
+    // The sender's device reads the payload now (sim/packet.h).
     Node* src = nodes_[packet.src_node].get();
     auto it = src->qps.find(packet.src_qpn);
-    if (it == src->qps.end() || !GatherDeferred(*it->second, packet)) {
-      TracePacket(TraceKind::kDrop, packet, "its WR's buffers are gone");
+    const bool read = it != src->qps.end() &&
+                      (packet.deferred_wqe != 0
+                           ? GatherDeferred(*it->second, packet)
+                           : FetchDeferredRead(*it->second, packet));
+    if (!read) {
+      TracePacket(TraceKind::kDrop, packet, "its source memory is gone");
       return;
     }
   }

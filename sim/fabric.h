@@ -36,6 +36,27 @@ namespace verbsim::sim {
 class Fabric;
 class UdpSockets;
 
+// A small, fast random source (the splitmix64 sequence) for the draws of
+// the weak memory model, which come on every packet of the fast path; it
+// meets UniformRandomBitGenerator, so std::shuffle takes it.
+class FastRandom {
+ public:
+  using result_type = uint64_t;
+  explicit FastRandom(uint64_t seed) : state_(seed) {}
+  void seed(uint64_t seed) { state_ = seed; }
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return ~uint64_t{0}; }
+  uint64_t operator()() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+};
+
 // A simulated HCA with one port.
 struct Node {
   Fabric* fabric = nullptr;
@@ -261,7 +282,7 @@ class Fabric {
   // The draws of the weak memory model (MemoryModel in sim/profile.h): a
   // stream of its own, from the same seed, so that a profile without it
   // draws exactly what it drew before.
-  std::mt19937_64& memory_rng() { return memory_rng_; }
+  FastRandom& memory_rng() { return memory_rng_; }
   // Forced local faults: true when this registration / post must fail.
   bool RegistrationFaultDue(int node);
   bool PostFaultDue(int node, uint32_t qpn);
@@ -323,7 +344,7 @@ class Fabric {
       flow_last_ns_;
   std::mt19937_64 rng_;
   static constexpr uint64_t kMemoryStream = 0x6d656d6f72790001ull;
-  std::mt19937_64 memory_rng_;
+  FastRandom memory_rng_;
   bool frozen_ = false;  // Freeze()
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
   FaultPlan faults_;

@@ -146,6 +146,7 @@ class SimMr : public Mr {
       st_->length = length;
     }
     if (flags & kReregChangeAccess) st_->access = access;
+    st_->node->keys.NoteChange();
     // The keys stay (rdma-unit-test ReregMrChangeAccess: the old rkey still
     // works); what they grant is the new PD, range and access.
     return absl::OkStatus();

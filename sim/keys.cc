@@ -54,6 +54,7 @@ void KeyTable::Remove(const MrState& mr) {
   if (s.mr.get() != &mr) return;
   s.mr.reset();
   ++s.generation;
+  ++changes_;
   free_.push_back(mr.slot);
   --live_;
 }

@@ -43,6 +43,10 @@ class KeyTable {
   // The live MR a key names, or null.
   MrState* Lookup(uint32_t key, KeyKind kind) const;
   size_t live() const { return live_; }
+  // Counts the changes that can make a key checked earlier fail now: a
+  // region removed, or reregistered (NoteChange).
+  uint64_t changes() const { return changes_; }
+  void NoteChange() { ++changes_; }
 
   // Memory windows: a slot and a first rkey for `mw`; freeing the slot.
   void InsertMw(const std::shared_ptr<MwState>& mw);
@@ -70,6 +74,7 @@ class KeyTable {
   std::vector<Slot> slots_;
   std::deque<uint32_t> free_;  // FIFO reuse keeps generations apart
   size_t live_ = 0;
+  uint64_t changes_ = 0;
   struct MwSlot {
     uint8_t next_key = 0;  // a reused slot starts with another key
     std::shared_ptr<MwState> mw;

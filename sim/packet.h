@@ -90,11 +90,15 @@ struct Packet {
   uint32_t msn = 0;
   uint64_t atomic_orig = 0;
   std::vector<uint8_t> payload;
-  // A payload still in the sender's buffers (MemoryModel::gathers_at_post
-  // false): `deferred_len` bytes at message offset `deferred_offset` of the
-  // send WQE posted as number `deferred_wqe` (SendWqe::seq; 0: the payload is
-  // in `payload`). They are read when the packet leaves the link
-  // (GatherDeferred in requester.cc).
+  // A payload still in the sender's memory, `deferred_len` bytes (0: the
+  // payload is in `payload`), read when the packet leaves the link
+  // (MemoryModel in sim/profile.h):
+  //  - a request of the send WQE posted as number `deferred_wqe`
+  //    (SendWqe::seq): message offset `deferred_offset` (GatherDeferred in
+  //    requester.cc);
+  //  - a read response (deferred_wqe 0): address `deferred_offset` of the
+  //    region `rkey` names at the responder (FetchDeferredRead in
+  //    responder.cc).
   uint64_t deferred_wqe = 0;
   uint64_t deferred_offset = 0;
   uint32_t deferred_len = 0;

@@ -61,6 +61,7 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
           qp.type != QpType::kRc) {
         w.data = GatherFrom(w.sges);
       }
+      w.checked_at_changes = keys.changes();
       return true;
     case WrOpcode::kRdmaRead:
     case WrOpcode::kAtomicCmpAndSwp:
@@ -292,7 +293,8 @@ bool GatherDeferred(QpCore& qp, Packet& p) {
   if (w.seq != p.deferred_wqe || w.phase != SendWqe::Phase::kInFlight) {
     return false;
   }
-  if (CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, p.deferred_offset,
+  if (qp.node->keys.changes() != w.checked_at_changes &&
+      CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, p.deferred_offset,
                     p.deferred_len, 0) != AccessResult::kOk) {
     // The region was deregistered before the device read it: the WR fails
     // its local protection check now (ibv_post_send(3): buffers belong to

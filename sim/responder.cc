@@ -17,18 +17,6 @@ QpCore* Lookup(Node* node, uint32_t qpn) {
   return it == node->qps.end() ? nullptr : it->second;
 }
 
-// Every response leaves through here: behind a read whose data is still to
-// be fetched it waits its turn, so responses leave in PSN order.
-void Respond(QpCore& qp, Packet p) {
-  if (!qp.held_responses.empty()) {
-    HeldResponse h;
-    h.packet = std::move(p);
-    qp.held_responses.push_back(std::move(h));
-    return;
-  }
-  TransmitFrom(qp, std::move(p));
-}
-
 void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
   // An ACK held back for coalescing goes first: ACKs and NAKs leave in PSN
   // order.
@@ -39,7 +27,7 @@ void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
   p.psn = psn;
   p.syndrome = syndrome;
   p.msn = qp.msn;
-  Respond(qp, std::move(p));
+  TransmitFrom(qp, std::move(p));
 }
 
 // A NAK that ends the connection (IBA 9.9.3: responder class B/C/D errors):
@@ -205,11 +193,12 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
   }
 }
 
-// The response packets of a read, their data fetched from memory now;
-// `direct` bypasses the held responses (it is their release).
+// The response packets of a read. Their data is read from memory now, or,
+// with `fetch_late`, as each packet leaves the link (FetchDeferredRead): by
+// then later writes of the QP may have executed (docs/ordering.md rule R3).
 void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
-                       bool direct = false) {
-  if (!direct) FlushPendingAck(qp);
+                       uint32_t rkey, bool fetch_late) {
+  FlushPendingAck(qp);
   const uint64_t mtu = PathMtuBytes(qp);
   const uint32_t n =
       static_cast<uint32_t>(std::max<uint64_t>(1, (len + mtu - 1) / mtu));
@@ -229,15 +218,15 @@ void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
     r.msn = qp.msn;
     const uint64_t begin = i * mtu;
     const uint64_t end = std::min(len, begin + mtu);
-    if (end > begin) {
+    if (end > begin && fetch_late && !qp.node->fabric->keeping_packets()) {
+      r.rkey = rkey;
+      r.deferred_offset = va + begin;
+      r.deferred_len = static_cast<uint32_t>(end - begin);
+    } else if (end > begin) {
       const auto* src = reinterpret_cast<const uint8_t*>(va + begin);
       r.payload.assign(src, src + (end - begin));
     }
-    if (direct) {
-      TransmitFrom(qp, std::move(r));
-    } else {
-      Respond(qp, std::move(r));
-    }
+    TransmitFrom(qp, std::move(r));
   }
 }
 
@@ -246,30 +235,6 @@ uint32_t ReadSourceAccess(const QpCore& qp) {
   return qp.node->fabric->profile().iwarp.read_needs_remote_read
              ? kAccessRemoteRead
              : 0;
-}
-
-// A read whose data is fetched later: the responses it holds back leave
-// when the fetch is done (ReleaseResponses), a seeded moment from now or
-// sooner when something forces it.
-void HoldRead(QpCore& qp, const Packet& request) {
-  Fabric* fabric = qp.node->fabric;
-  FlushPendingAck(qp);
-  HeldResponse h;
-  h.fetch = true;
-  h.packet = request;
-  h.packet.payload.clear();
-  qp.held_responses.push_back(std::move(h));
-  const uint64_t generation = qp.held_generation;
-  Node* node = qp.node;
-  const uint32_t qpn = qp.qpn;
-  fabric->Schedule(
-      fabric->now_ns() + 1 +
-          static_cast<int64_t>(fabric->memory_rng()() % 1000),
-      [node, qpn, generation]() {
-        QpCore* q = Lookup(node, qpn);
-        if (q == nullptr || q->held_generation != generation) return;
-        ReleaseResponses(*q);
-      });
 }
 
 void KeepResource(QpCore& qp, const RdAtomicResource& res) {
@@ -296,12 +261,10 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
   ++qp.msn;
   // Read relaxed ordering (docs/ordering.md rule R3): later sends, writes
   // and atomics of the QP may execute before the data is fetched.
-  if (!profile.memory.fetches_reads_in_order && p.dma_len > 0 &&
-      (qp.node->fabric->memory_rng()() & 1)) {
-    HoldRead(qp, p);
-    return;
-  }
-  SendReadResponses(qp, p.psn, p.va, p.dma_len);
+  // One read in four is fetched late.
+  const bool fetch_late = !profile.memory.fetches_reads_in_order &&
+                          (qp.node->fabric->memory_rng()() & 3) == 0;
+  SendReadResponses(qp, p.psn, p.va, p.dma_len, p.rkey, fetch_late);
 }
 
 void ExecuteAtomic(QpCore& qp, const Packet& p) {
@@ -337,7 +300,7 @@ void ExecuteAtomic(QpCore& qp, const Packet& p) {
   ack.syndrome = AckSyndrome();
   ack.msn = qp.msn;
   ack.atomic_orig = orig;
-  Respond(qp, std::move(ack));
+  TransmitFrom(qp, std::move(ack));
 }
 
 // A request with a PSN already executed (IBA 9.7.5.1.1): sends and writes are
@@ -350,7 +313,8 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
   }
   if (p.opcode == RcOp::kReadRequest) {
     if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteRead)) return;
-    SendReadResponses(qp, p.psn, p.va, p.dma_len);
+    SendReadResponses(qp, p.psn, p.va, p.dma_len, p.rkey,
+                      /*fetch_late=*/false);
     return;
   }
   for (const RdAtomicResource& res : qp.resources) {
@@ -362,7 +326,7 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
       ack.syndrome = AckSyndrome();
       ack.msn = qp.msn;
       ack.atomic_orig = res.atomic_orig;
-      Respond(qp, std::move(ack));
+      TransmitFrom(qp, std::move(ack));
       return;
     }
   }
@@ -397,33 +361,18 @@ void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
   PushCompletion(*qp.recv_cq, wc, p.solicited);
 }
 
-void ReleaseResponses(QpCore& qp) {
-  if (qp.held_responses.empty()) return;
-  ++qp.held_generation;  // the scheduled release has nothing left to do
-  while (!qp.held_responses.empty()) {
-    HeldResponse h = std::move(qp.held_responses.front());
-    qp.held_responses.pop_front();
-    if (!h.fetch) {
-      TransmitFrom(qp, std::move(h.packet));
-      continue;
-    }
-    const Packet& r = h.packet;
-    if (!RkeyOk(qp, r, r.dma_len, ReadSourceAccess(qp))) {
-      // The source was deregistered before the fetch: the read fails as it
-      // would have when it executed.
-      qp.held_responses.clear();
-      ++qp.naks_sent;
-      Packet nak;
-      nak.opcode = RcOp::kAcknowledge;
-      nak.psn = r.psn;
-      nak.syndrome = NakSyndrome(NakCode::kRemoteAccessError);
-      nak.msn = qp.msn;
-      TransmitFrom(qp, std::move(nak));
-      if (qp.state != verbsim::QpState::kErr) EnterError(qp);
-      return;
-    }
-    SendReadResponses(qp, r.psn, r.va, r.dma_len, /*direct=*/true);
+bool FetchDeferredRead(QpCore& qp, Packet& p) {
+  if (CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote, qp.pd.get(),
+                  p.deferred_offset, p.deferred_len, ReadSourceAccess(qp),
+                  nullptr, qp.qpn) != AccessResult::kOk) {
+    return false;  // deregistered since the read executed
   }
+  const auto* src = reinterpret_cast<const uint8_t*>(p.deferred_offset);
+  p.payload.assign(src, src + p.deferred_len);
+  p.rkey = 0;
+  p.deferred_offset = 0;
+  p.deferred_len = 0;
+  return true;
 }
 
 void SendAckNow(QpCore& qp, uint32_t psn) {
@@ -479,13 +428,11 @@ void ResponderReceive(QpCore& qp, Packet& p) {
   // Everything an earlier request wrote is in memory before this one runs,
   // or, where messages may land out of order, before a send, read or
   // atomic runs (docs/ordering.md rule W2; overlapping writes:
-  // PlaceWriteData). A later read fetches after an earlier one; sends,
-  // writes and atomics may run before it (rule R3).
+  // PlaceWriteData).
   if (fabric->profile().memory.places_messages_in_order ||
       !IsWrite(p.opcode)) {
     FlushPlacements(qp);
   }
-  if (p.opcode == RcOp::kReadRequest) ReleaseResponses(qp);
   // Opcode sequence (IBA 9.8.3.1): a multi-packet message continues with its
   // own MIDDLE/LAST packets and nothing else.
   const bool continues_send = IsSend(p.opcode) && IsMiddleOrLast(p.opcode);

@@ -67,31 +67,22 @@ bool Overlaps(const QpCore& qp, uint64_t va, uint64_t len) {
   return false;
 }
 
-}  // namespace
-
-void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
+// A random subset of the packet's 64-byte chunks lands now, the rest a
+// little later (within `spread` ns): any chunk, the last one included, may
+// be seen before the others. Where messages may land out of order
+// (MemoryModel), the rest may come after later writes' data.
+template <typename Rng>
+void PlaceInChunks(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data,
+                   Rng& rng, uint64_t spread) {
   Fabric* fabric = qp.node->fabric;
-  if (data.empty()) return;
-  const bool in_order = fabric->profile().memory.places_messages_in_order;
-  // A later write to the same bytes wins (requests execute in order, IBA
-  // 9.5): what an earlier one still has pending lands first.
-  if (!in_order && Overlaps(qp, va, data.size())) FlushPlacements(qp);
-  if (!fabric->options().randomize_schedule ||
-      (in_order && data.size() <= kChunk)) {
-    std::memcpy(reinterpret_cast<void*>(va), data.data(), data.size());
-    return;
-  }
-  // A random subset of the packet's 64-byte chunks lands now, the rest a
-  // little later: any chunk, the last one included, may be seen before the
-  // others. Where messages may land out of order (MemoryModel), the rest
-  // may come after later writes' data, up to a microsecond later.
-  std::mt19937_64& rng = in_order ? fabric->rng() : fabric->memory_rng();
   const uint32_t chunks =
       static_cast<uint32_t>((data.size() + kChunk - 1) / kChunk);
   std::vector<uint32_t> order(chunks);
   for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), rng);
-  const uint32_t now_count = static_cast<uint32_t>(rng() % (chunks + 1));
+  // (A single chunk here is one chosen to land late.)
+  const uint32_t now_count =
+      chunks == 1 ? 0 : static_cast<uint32_t>(rng() % (chunks + 1));
   for (uint32_t i = 0; i < now_count; ++i) {
     const uint64_t off = uint64_t{order[i]} * kChunk;
     const uint64_t n = std::min<uint64_t>(kChunk, data.size() - off);
@@ -102,7 +93,6 @@ void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
   pending.va = va;
   pending.bytes = std::move(data);
   pending.left.assign(order.begin() + now_count, order.end());
-  const uint64_t spread = in_order ? 50 : 1000;
   pending.due_ns = fabric->now_ns() + 5 + static_cast<int64_t>(rng() % spread);
   const int64_t due = pending.due_ns;
   qp.placements.push_back(std::move(pending));
@@ -114,6 +104,30 @@ void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
     if (q == nullptr || q->placement_generation != generation) return;
     PlaceDue(*q);
   });
+}
+
+}  // namespace
+
+void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
+  Fabric* fabric = qp.node->fabric;
+  if (data.empty()) return;
+  const bool in_order = fabric->profile().memory.places_messages_in_order;
+  // A later write to the same bytes wins (requests execute in order, IBA
+  // 9.5): what an earlier one still has pending lands first.
+  if (!in_order && Overlaps(qp, va, data.size())) FlushPlacements(qp);
+  if (!fabric->options().randomize_schedule ||
+      (data.size() <= kChunk &&
+       (in_order || (fabric->memory_rng()() & 7) != 0))) {
+    // One chunk lands whole: now, or (out of order, one time in eight) a
+    // little later.
+    std::memcpy(reinterpret_cast<void*>(va), data.data(), data.size());
+    return;
+  }
+  if (in_order) {
+    PlaceInChunks(qp, va, std::move(data), fabric->rng(), 50);
+  } else {
+    PlaceInChunks(qp, va, std::move(data), fabric->memory_rng(), 1000);
+  }
 }
 
 void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then) {

@@ -119,6 +119,9 @@ struct SendWqe {
   // Inline bytes, or gathered when first sent where the profile gathers at
   // post (MemoryModel); empty while each packet reads its own bytes.
   std::vector<uint8_t> data;
+  // KeyTable::changes() when the SGEs passed their check: while it is the
+  // same, bytes read later need no second check.
+  uint64_t checked_at_changes = 0;
   // Profiles that gather per packet (rxe): how many packets of a send or
   // write passed their local check before one failed (they still go out).
   uint32_t good_packets = 0;
@@ -160,14 +163,6 @@ struct PendingChunk {
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> left;
   int64_t due_ns = 0;
-};
-
-// A response the responder holds back: a read whose data is still to be
-// fetched (`fetch`, with `packet` the read request), or a response that may
-// not overtake it (responses leave in PSN order).
-struct HeldResponse {
-  bool fetch = false;
-  Packet packet;
 };
 
 struct RecvWqe {
@@ -256,9 +251,6 @@ struct QpCore {
   // completions of writes).
   std::vector<std::function<void(QpCore&)>> after_placement;
   uint64_t placement_generation = 0;
-  // Responses behind a read fetched late (MemoryModel), in PSN order.
-  std::deque<HeldResponse> held_responses;
-  uint64_t held_generation = 0;
   bool ack_pending = false;
   uint32_t ack_pending_psn = 0;
   uint64_t ack_generation = 0;

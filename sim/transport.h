@@ -121,9 +121,11 @@ void AckMessage(QpCore& qp, uint32_t psn);
 void FlushPendingAck(QpCore& qp);
 // Sends an ACK for `psn` at once (responder.cc).
 void SendAckNow(QpCore& qp, uint32_t psn);
-// Sends the responses held behind a read fetched late, fetching its data
-// now (responder.cc; MemoryModel::fetches_reads_in_order).
-void ReleaseResponses(QpCore& qp);
+// Responder: reads the data of a read response fetched late
+// (MemoryModel::fetches_reads_in_order) as it leaves the link; false when
+// the region no longer allows it (the packet is then lost, and the read's
+// retry meets the check again).
+bool FetchDeferredRead(QpCore& qp, Packet& p);
 
 // Payload bytes per packet on this QP.
 uint32_t PathMtuBytes(const QpCore& qp);
