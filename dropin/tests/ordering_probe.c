@@ -14,9 +14,16 @@
  * Which outcome shows depends on the device and, on the sim, on the seed
  * (VERBSIM_SEED); ordering_probe_test.sh runs it over many seeds.
  *
- * usage: ordering_probe [DEVICE [GID_INDEX]] */
+ * usage: ordering_probe [DEVICE [GID_INDEX]]
+ *        ordering_probe --cm TARGET_IP SOURCE_IP
+ *
+ * With --cm the two QPs are on the devices of the two addresses, connected
+ * through rdma_cm, as an iWARP device (siw) needs; on iWARP, which has no
+ * immediate data, flag_then_imm prints "n/a". */
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,15 +38,17 @@ struct side {
   struct ibv_qp *qp;
 };
 
-static struct ibv_pd *pd;
-static struct side a, b; /* a posts, b is the target */
+static struct ibv_pd *apd, *bpd; /* one PD with a loopback */
+static struct side a, b;          /* a posts, b is the target */
+static int has_imm = 1;
 static uint8_t *abuf, *bbuf;
 static struct ibv_mr *amr, *bmr;
 static uint64_t next_id = 1;
 
-static struct side make_side(struct ibv_context *ctx) {
+/* A CQ and an RC QP on `pd`'s device; with `id`, the QP is the cm_id's. */
+static struct side make_side(struct ibv_pd *pd, struct rdma_cm_id *id) {
   struct side s;
-  s.cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+  s.cq = ibv_create_cq(pd->context, 64, NULL, NULL, 0);
   if (!s.cq) probe_die("ibv_create_cq");
   struct ibv_qp_init_attr init;
   memset(&init, 0, sizeof(init));
@@ -50,9 +59,84 @@ static struct side make_side(struct ibv_context *ctx) {
   init.cap.max_recv_wr = 16;
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
-  s.qp = ibv_create_qp(pd, &init);
+  if (id) {
+    if (rdma_create_qp(id, pd, &init)) probe_die("rdma_create_qp");
+    s.qp = id->qp;
+  } else {
+    s.qp = ibv_create_qp(pd, &init);
+  }
   if (!s.qp) probe_die("ibv_create_qp");
   return s;
+}
+
+/* The next event on `ch`, which must be `type`. */
+static struct rdma_cm_event *cm_event(struct rdma_event_channel *ch,
+                                      enum rdma_cm_event_type type) {
+  struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+  struct rdma_cm_event *e;
+  if (poll(&p, 1, 10000) != 1) probe_die(rdma_event_str(type));
+  if (rdma_get_cm_event(ch, &e)) probe_die("rdma_get_cm_event");
+  if (e->event != type) {
+    fprintf(stderr, "got %s, wanted %s\n", rdma_event_str(e->event),
+            rdma_event_str(type));
+    probe_die("an rdma_cm event");
+  }
+  return e;
+}
+
+static struct sockaddr_in ipv4(const char *ip, uint16_t port) {
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) probe_die(ip);
+  return sa;
+}
+
+/* a on SOURCE_IP's device, b on TARGET_IP's, connected through rdma_cm. */
+static void connect_cm(const char *target_ip, const char *source_ip) {
+  struct rdma_event_channel *ch = rdma_create_event_channel();
+  struct rdma_cm_id *listener, *cid;
+  if (!ch || rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP) ||
+      rdma_create_id(ch, &cid, NULL, RDMA_PS_TCP)) {
+    probe_die("rdma_create_id");
+  }
+  struct sockaddr_in target = ipv4(target_ip, 0);
+  if (rdma_bind_addr(listener, (struct sockaddr *)&target) ||
+      rdma_listen(listener, 1)) {
+    probe_die("rdma_listen");
+  }
+  target.sin_port = rdma_get_src_port(listener);
+  struct sockaddr_in source = ipv4(source_ip, 0);
+  if (rdma_resolve_addr(cid, (struct sockaddr *)&source,
+                        (struct sockaddr *)&target, 2000)) {
+    probe_die("rdma_resolve_addr");
+  }
+  rdma_ack_cm_event(cm_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+  if (rdma_resolve_route(cid, 2000)) probe_die("rdma_resolve_route");
+  rdma_ack_cm_event(cm_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+  apd = ibv_alloc_pd(cid->verbs);
+  if (!apd) probe_die("ibv_alloc_pd");
+  a = make_side(apd, cid);
+  struct rdma_conn_param param;
+  memset(&param, 0, sizeof(param));
+  param.initiator_depth = 1;
+  param.responder_resources = 1;
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  if (rdma_connect(cid, &param)) probe_die("rdma_connect");
+  struct rdma_cm_event *req = cm_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+  struct rdma_cm_id *sid = req->id;
+  rdma_ack_cm_event(req);
+  bpd = ibv_alloc_pd(sid->verbs);
+  if (!bpd) probe_die("ibv_alloc_pd");
+  b = make_side(bpd, sid);
+  if (rdma_accept(sid, &param)) probe_die("rdma_accept");
+  /* Both sides' ESTABLISHED, in either order. */
+  for (int i = 0; i < 2; ++i) {
+    rdma_ack_cm_event(cm_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+  }
+  has_imm = cid->verbs->device->transport_type != IBV_TRANSPORT_IWARP;
 }
 
 /* Posts one WR from a; dies if the post fails. */
@@ -130,6 +214,10 @@ static void reuse(int after_completion) {
 /* W2: data, then a flag (a plain write, a send, or a write with
  * immediate); b's CPU waits for the flag, then reads the data. */
 static void flag(const char *name, enum ibv_wr_opcode flag_op) {
+  if (flag_op == IBV_WR_RDMA_WRITE_WITH_IMM && !has_imm) {
+    printf("%s: n/a\n", name);
+    return;
+  }
   uint8_t *data = bbuf, *flag_at = bbuf + kData;
   memset(abuf, 'd', kData);
   abuf[kData] = 1;
@@ -174,30 +262,37 @@ static void read_then_write(int fenced) {
 }
 
 int main(int argc, char **argv) {
-  const char *dev = argc > 1 ? argv[1] : NULL;
-  const int gid_index = argc > 2 ? atoi(argv[2]) : 0;
   setvbuf(stdout, NULL, _IOLBF, 0);
-  struct ibv_context *ctx = probe_open(dev);
-  pd = ibv_alloc_pd(ctx);
-  if (!pd) probe_die("ibv_alloc_pd");
+  const int cm = argc > 1 && strcmp(argv[1], "--cm") == 0;
+  if (cm && argc != 4) probe_die("usage: ordering_probe --cm TARGET_IP SOURCE_IP");
   abuf = aligned_alloc(4096, kBig);
   bbuf = aligned_alloc(4096, kBig);
   if (!abuf || !bbuf) probe_die("aligned_alloc");
   const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                      IBV_ACCESS_REMOTE_READ;
-  amr = ibv_reg_mr(pd, abuf, kBig, access);
-  bmr = ibv_reg_mr(pd, bbuf, kBig, access);
-  if (!amr || !bmr) probe_die("ibv_reg_mr");
-  a = make_side(ctx);
-  b = make_side(ctx);
-  union ibv_gid gid;
-  if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");
-  const char *failed = probe_connect_rc(a.qp, b.qp->qp_num, &gid, gid_index,
-                                        access);
-  if (!failed) {
-    failed = probe_connect_rc(b.qp, a.qp->qp_num, &gid, gid_index, access);
+  struct ibv_context *ctx = NULL;
+  if (cm) {
+    connect_cm(argv[2], argv[3]);
+  } else {
+    const char *dev = argc > 1 ? argv[1] : NULL;
+    const int gid_index = argc > 2 ? atoi(argv[2]) : 0;
+    ctx = probe_open(dev);
+    apd = bpd = ibv_alloc_pd(ctx);
+    if (!apd) probe_die("ibv_alloc_pd");
+    a = make_side(apd, NULL);
+    b = make_side(bpd, NULL);
+    union ibv_gid gid;
+    if (ibv_query_gid(ctx, 1, gid_index, &gid)) probe_die("ibv_query_gid");
+    const char *failed = probe_connect_rc(a.qp, b.qp->qp_num, &gid, gid_index,
+                                          access);
+    if (!failed) {
+      failed = probe_connect_rc(b.qp, a.qp->qp_num, &gid, gid_index, access);
+    }
+    if (failed) probe_die(failed);
   }
-  if (failed) probe_die(failed);
+  amr = ibv_reg_mr(apd, abuf, kBig, access);
+  bmr = ibv_reg_mr(bpd, bbuf, kBig, access);
+  if (!amr || !bmr) probe_die("ibv_reg_mr");
   reuse(0);
   reuse(1);
   flag("flag", IBV_WR_RDMA_WRITE);
@@ -205,15 +300,6 @@ int main(int argc, char **argv) {
   flag("flag_then_imm", IBV_WR_RDMA_WRITE_WITH_IMM);
   read_then_write(0);
   read_then_write(1);
-  ibv_destroy_qp(a.qp);
-  ibv_destroy_qp(b.qp);
-  ibv_destroy_cq(a.cq);
-  ibv_destroy_cq(b.cq);
-  ibv_dereg_mr(amr);
-  ibv_dereg_mr(bmr);
-  ibv_dealloc_pd(pd);
-  ibv_close_device(ctx);
-  free(abuf);
-  free(bbuf);
+  /* The process exits: the devices take the QPs and the connection down. */
   return 0;
 }

@@ -5,19 +5,23 @@
 # its completion reaches the peer, stale data behind a polled flag, an
 # unfenced read returning a later write's data), and their protected forms
 # (reuse after the completion, a send or an immediate after the data, a
-# fence) never go wrong; on the rxe profile, which does what rxe0 did in the
-# guest, nothing weak ever shows.
+# fence) never go wrong; on the rxe profile (one device, two QPs) and the
+# siw profile (two devices through rdma_cm), which do what rxe0 and
+# siw0/siw1 did in the guest, nothing weak ever shows.
 set -uo pipefail
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
 probe="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/ordering_probe"
 
-# run PROFILE: the probe's lines over seeds 1..40, one "seed N check: word"
-# line each.
+# run PROFILE [PROBE ARGS]: the probe's lines over seeds 1..40, one
+# "seed N check: word" line each (by default on one device, sim0).
 run() {
   local profile="$1" seed out rc
+  shift
+  local args=("$@")
+  [[ ${#args[@]} -gt 0 ]] || args=(sim0 0)
   for seed in $(seq 1 40); do
     out="$(VERBSIM_PROFILE="${profile}" VERBSIM_SEED="${seed}" \
-      run_bounded 60 "${probe}" sim0 0 2>&1)"
+      run_bounded 60 "${probe}" "${args[@]}" 2>&1)"
     rc=$?
     [[ ${rc} == 0 ]] || fail "ordering_probe on ${profile}, seed ${seed}, exited ${rc}: ${out}"
     [[ $(wc -l <<<"${out}") == 7 ]] || fail "seed ${seed}: not 7 lines: ${out}"
@@ -36,6 +40,8 @@ count() {
 
 ibta="$(run ibta)"
 rxe="$(run rxe)"
+# siw connects through rdma_cm (sim1 <- sim0) and has no immediate data.
+siw="$(run siw --cm 127.0.1.2 127.0.1.1)"
 echo "== ibta"
 for check in reuse reuse_after_completion flag flag_then_send flag_then_imm \
   read_then_write read_then_write_fenced; do
@@ -66,5 +72,14 @@ for check in "reuse original" "reuse_after_completion original" \
   # shellcheck disable=SC2086
   [[ $(count "${rxe}" ${check}) == 40 ]] ||
     fail "rxe: '${check}' not on every seed: $(grep "${check%% *}:" <<<"${rxe}" | sort | uniq -c | head -3)"
+done
+# siw: the strong outcome every time too (siw0 <-> siw1 in the guest gave
+# it), and no write with immediate.
+for check in "reuse original" "reuse_after_completion original" \
+  "flag fresh" "flag_then_send fresh" "flag_then_imm n/a" \
+  "read_then_write old" "read_then_write_fenced old"; do
+  # shellcheck disable=SC2086
+  [[ $(count "${siw}" ${check}) == 40 ]] ||
+    fail "siw: '${check}' not on every seed: $(grep "${check%% *}:" <<<"${siw}" | sort | uniq -c | head -3)"
 done
 echo "PASS"
