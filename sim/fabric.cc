@@ -299,7 +299,48 @@ bool Fabric::Step() {
   return true;
 }
 
+namespace {
+thread_local bool helper_thread = false;
+}  // namespace
+
+void Fabric::MarkHelperThread() { helper_thread = true; }
+bool Fabric::IsHelperThread() { return helper_thread; }
+
+bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
+                        absl::Duration timeout) {
+  std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
+  const absl::Time deadline = absl::Now() + timeout;
+  const int64_t grace_ns = absl::ToInt64Nanoseconds(kHelperGrace);
+  uint64_t steps = 0;
+  while (!done()) {
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return false;
+    const bool app_idle =
+        absl::GetCurrentTimeNanos() -
+            last_app_call_ns_.load(std::memory_order_relaxed) >=
+        grace_ns;
+    const int64_t cap = frozen_ ? now_ns_ : INT64_MAX;
+    if (app_idle && udp_ == nullptr && !events_.empty() &&
+        events_.top().at_ns <= cap) {
+      // The application is away (blocked on a descriptor, presumably):
+      // move the fabric on for it, a batch at a time.
+      Step();
+      if (++steps % 64 == 0) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      }
+      continue;
+    }
+    // Wait for the application's calls (or the grace) to change things.
+    cv_.wait_until(lock, absl::ToChronoTime(std::min(
+                             deadline, now + absl::Milliseconds(1))));
+  }
+  return true;
+}
+
 void Fabric::NoteThread() {
+  if (helper_thread) return;
   if (multi_threaded_) return;
   const std::thread::id me = std::this_thread::get_id();
   if (!have_first_thread_) {
@@ -313,6 +354,9 @@ void Fabric::NoteThread() {
 bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
                         absl::Duration timeout, bool blocking) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
+  if (helper_thread && blocking && udp_ == nullptr) {
+    return HelperWait(fabric_lock, done, timeout);
+  }
   NoteThread();
   if (udp_ != nullptr) {
     // Real time (UDP transport): run what is due by the wall clock; the

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "sim/addresses.h"
 #include "sim/faults.h"
@@ -152,7 +153,11 @@ class Fabric {
   class Lock {
    public:
     explicit Lock(Fabric& fabric) : fabric_(fabric) {
-      fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
+      if (!IsHelperThread()) {
+        fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
+        fabric_.last_app_call_ns_.store(absl::GetCurrentTimeNanos(),
+                                        std::memory_order_relaxed);
+      }
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_);
       // In real time (UDP transport) "now" is the wall clock of the call,
       // so that a timer armed by a post runs its full length.
@@ -160,7 +165,11 @@ class Fabric {
     }
     ~Lock() {
       if (lock_.owns_lock()) lock_.unlock();
-      fabric_.callers_.fetch_sub(1, std::memory_order_relaxed);
+      if (!IsHelperThread()) {
+        fabric_.last_app_call_ns_.store(absl::GetCurrentTimeNanos(),
+                                        std::memory_order_relaxed);
+        fabric_.callers_.fetch_sub(1, std::memory_order_relaxed);
+      }
     }
     Lock(const Lock&) = delete;
     Lock& operator=(const Lock&) = delete;
@@ -170,6 +179,20 @@ class Fabric {
     Fabric& fabric_;
     std::unique_lock<std::mutex> lock_;
   };
+
+  // Marks the calling thread as a helper: a thread of a front end (the
+  // drop-in's event pumps) that waits for events on behalf of an
+  // application, which may meanwhile be blocked on a file descriptor. A
+  // helper is not one of the application's threads (the fabric stays
+  // single-threaded for a program with one thread), and its blocking waits
+  // move the fabric on only once no application thread has called in for
+  // kHelperGrace of real time; until then they wait for the application's
+  // own calls to produce what they wait for. So a program that polls gets
+  // the same run from the same seed, and one that blocks on a completion
+  // channel or the async event fd still sees time pass.
+  static void MarkHelperThread();
+  static bool IsHelperThread();
+  static constexpr absl::Duration kHelperGrace = absl::Milliseconds(2);
 
   // --- Public, thread-safe ---------------------------------------------
   // Runs events until none is left or `max_virtual` of virtual time passed.
@@ -357,7 +380,12 @@ class Fabric {
   bool have_first_thread_ = false;
   std::thread::id first_thread_;
   bool multi_threaded_ = false;
-  std::atomic<int> callers_{0};
+  std::atomic<int> callers_{0};  // application threads only
+  // Real time of the last call by an application thread (helpers excluded).
+  std::atomic<int64_t> last_app_call_ns_{0};
+  // A helper's blocking wait (DriveUntil).
+  bool HelperWait(Lock& lock, const std::function<bool()>& done,
+                  absl::Duration timeout);
   // The UDP transport (null in-process).
   std::unique_ptr<UdpSockets> udp_;
   std::thread progress_;

@@ -14,6 +14,7 @@
 
 #include "absl/time/time.h"
 #include "dropin/verbs/state.h"
+#include "sim/fabric.h"
 
 using namespace verbsim;
 using namespace verbsim::dropin;
@@ -57,6 +58,7 @@ bool EventPipe::Take() {
 
 void StartAsyncPump(Ctx* ctx) {
   ctx->async_pump = std::thread([ctx] {
+    sim::Fabric::MarkHelperThread();
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(ctx->mu);
@@ -135,6 +137,7 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
   w->ch.fd = w->pipe.read_fd;
   w->ch.refcnt = 0;
   w->pump = std::thread([w] {
+    sim::Fabric::MarkHelperThread();
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(w->mu);

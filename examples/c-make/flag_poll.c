@@ -1,5 +1,5 @@
 /* A plain C program on libibverbs with a classic ordering bug, to find with
- * `verbsim exec --seeds` (docs/ordering.md rule W2): it RDMA-writes 4 KiB
+ * `verbsim exec --seeds` (docs/ordering.md rule W2): it RDMA-writes 256 bytes
  * of data, then a one-byte flag, on one RC QP, and the target's CPU spins
  * on the flag and then reads the data, as if the flag's arrival meant the
  * data was there. Nothing promises that; on the ibta profile some seeds
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { kData = 4096 };
+enum { kData = 256 };
 
 static void die(const char *what) {
   perror(what);
