@@ -18,45 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rc_connect.h"
+
 enum { kData = 256 };
 
 static void die(const char *what) {
   perror(what);
   exit(2);
-}
-
-/* RESET -> INIT -> RTR -> RTS toward QP `dest` on the same device. */
-static void connect_qp(struct ibv_qp *qp, uint32_t dest, union ibv_gid *gid) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-                          .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                IBV_QP_ACCESS_FLAGS))
-    die("to INIT");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = dest;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = *gid;
-  a.ah_attr.grh.hop_limit = 64;
-  a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                IBV_QP_MAX_DEST_RD_ATOMIC |
-                                IBV_QP_MIN_RNR_TIMER))
-    die("to RTR");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    die("to RTS");
 }
 
 int main(int argc, char **argv) {
@@ -90,8 +58,9 @@ int main(int argc, char **argv) {
   union ibv_gid gid;
   if (!src || !dst || !from_mr || !to_mr || ibv_query_gid(ctx, 1, 0, &gid))
     die("set-up");
-  connect_qp(src, dst->qp_num, &gid);
-  connect_qp(dst, src->qp_num, &gid);
+  const char *failed = rc_connect(src, dst->qp_num, &gid, access);
+  if (!failed) failed = rc_connect(dst, src->qp_num, &gid, access);
+  if (failed) die(failed);
 
   memset(from, 'd', kData);
   from[kData] = 1;

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <verbsim/control.h>
 
+#include "rc_connect.h"
+
 struct side {
   struct ibv_context *ctx;
   struct ibv_pd *pd;
@@ -47,35 +49,8 @@ static void open_side(struct side *s, struct ibv_device *dev) {
 
 /* RESET -> INIT -> RTR -> RTS toward `peer`. */
 static void connect_to(struct side *s, const struct side *peer) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    die("to INIT");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = peer->qp->qp_num;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = peer->gid;
-  a.ah_attr.grh.hop_limit = 64;
-  a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                   IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER))
-    die("to RTR");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    die("to RTS");
+  const char *failed = rc_connect(s->qp, peer->qp->qp_num, &peer->gid, 0);
+  if (failed) die(failed);
 }
 
 /* One completion from `cq` within 10 seconds. */
