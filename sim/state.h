@@ -74,6 +74,13 @@ struct MwState {
 
 struct CqState;
 
+// Orders a CQ's QPs by QP number (a CQ's QPs are all of one node, whose QP
+// numbers are never reused), never by address, so that walking them (on a
+// CQ overflow) goes the same way in every run whatever the heap layout.
+struct QpOrder {
+  bool operator()(const QpCore* a, const QpCore* b) const;
+};
+
 struct ChannelState {
   std::shared_ptr<ContextState> context;
   // Events not yet returned by GetEvent, in order.
@@ -94,7 +101,7 @@ struct CqState : std::enable_shared_from_this<CqState> {
   bool armed_solicited_only = false;
   // Overflowed: the CQ is in error and drops further completions.
   bool overflowed = false;
-  std::set<QpCore*> qps;  // QPs that complete here
+  std::set<QpCore*, QpOrder> qps;  // QPs that complete here
   Cq* handle = nullptr;    // the public object, null once it is gone
   bool dead = false;
 };
@@ -268,6 +275,10 @@ struct QpCore {
   uint64_t qkey_drops = 0;     // UD datagrams dropped: Q_Key mismatch
   uint64_t msg_drops = 0;      // UC messages dropped (gap, rkey, access)
 };
+
+inline bool QpOrder::operator()(const QpCore* a, const QpCore* b) const {
+  return a->qpn < b->qpn;
+}
 
 }  // namespace verbsim::sim
 
