@@ -16,8 +16,7 @@ namespace verbsim::sim {
 Fabric::Fabric(FabricOptions options)
     : options_(std::move(options)),
       address_status_(CheckAddressBase(options_.address_base, options_.nodes)),
-      rng_(options_.seed),
-      memory_rng_(options_.seed ^ kMemoryStream) {
+      streams_(options_.seed) {
   for (int i = 0; i < options_.nodes; ++i) {
     auto node = std::make_unique<Node>();
     node->fabric = this;
@@ -109,7 +108,8 @@ void Fabric::Transmit(Packet packet) {
   }
   const int64_t jitter = absl::ToInt64Nanoseconds(options_.jitter);
   if (jitter > 0) {
-    arrive += static_cast<int64_t>(rng_() % static_cast<uint64_t>(jitter + 1));
+    arrive += static_cast<int64_t>(streams_.jitter() %
+                                   static_cast<uint64_t>(jitter + 1));
   }
 
   int64_t extra_ns = 0;
@@ -190,7 +190,8 @@ bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
     ++r.matched;
     if (r.nth != 0 && r.matched != r.nth) continue;
     if (r.probability < 1.0 &&
-        std::uniform_real_distribution<double>(0, 1)(rng_) >= r.probability) {
+        std::uniform_real_distribution<double>(0, 1)(streams_.faults) >=
+            r.probability) {
       continue;
     }
     ++r.fired;
@@ -557,8 +558,21 @@ absl::Status Fabric::Freeze(bool frozen) {
 
 void Fabric::Reseed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(mu_);
-  rng_.seed(seed);
-  memory_rng_.seed(seed ^ kMemoryStream);
+  streams_.Reseed(seed);
+}
+
+void Fabric::Streams::Reseed(uint64_t seed) {
+  // Each stream starts from the seed mixed with its own constant (one
+  // splitmix64 step), so the streams are unrelated to each other.
+  auto derive = [seed](uint64_t stream) {
+    FastRandom mix(seed ^ stream);
+    return mix();
+  };
+  jitter.seed(derive(0x6a6974746572ull));   // "jitter"
+  faults.seed(derive(0x6661756c7473ull));   // "faults"
+  placement.seed(derive(0x706c616365ull));  // "place"
+  acks.seed(derive(0x61636b73ull));         // "acks"
+  memory.seed(derive(0x6d656d6f7279ull));   // "memory"
 }
 
 std::vector<PacketRule> Fabric::PacketRules() {

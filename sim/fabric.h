@@ -113,8 +113,8 @@ struct FabricOptions {
   // 100 Gbit/s, 4096-byte payloads); see Fabric::SetLink for one pair.
   LinkModel link;
   // Extra random delay per packet, uniform in [0, jitter], drawn from the
-  // seeded source. Packets of one QP to one QP keep their order; packets of
-  // different QPs and nodes interleave differently per seed.
+  // seed's jitter stream. Packets of one QP to one QP keep their order;
+  // packets of different QPs and nodes interleave differently per seed.
   absl::Duration jitter = absl::Nanoseconds(200);
   // Randomised placement order of RDMA write data and ACK coalescing
   // (sim/schedule.cc), within what the spec allows.
@@ -219,7 +219,7 @@ class Fabric {
   // Forgets the packet rules, link-down windows and nth-failure rules added
   // so far; timed events already scheduled (crashes, forced errors) stay.
   void ClearFaults();
-  // Restarts the fabric's random source from `seed`: every later draw
+  // Restarts the fabric's random streams from `seed`: every later draw
   // (jitter, ACK coalescing, placement order, fault probabilities) is the
   // one a fabric made with that seed would take from here.
   void Reseed(uint64_t seed);
@@ -301,11 +301,16 @@ class Fabric {
   std::string Describe() const;
   Trace& trace() { return trace_; }
   bool keeping_packets() const { return keep_packets_; }
-  std::mt19937_64& rng() { return rng_; }
-  // The draws of the weak memory model (MemoryModel in sim/profile.h): a
-  // stream of its own, from the same seed, so that a profile without it
-  // draws exactly what it drew before.
-  FastRandom& memory_rng() { return memory_rng_; }
+  // The random streams, one per component, each derived from the seed, so
+  // that what one component draws (a fault rule's probability, say) moves
+  // no other component's draws (docs/faults.md): packet jitter, fault
+  // rules, the chunk order of write data, ACK coalescing, and the weak
+  // memory model (MemoryModel in sim/profile.h).
+  std::mt19937_64& jitter_rng() { return streams_.jitter; }
+  std::mt19937_64& fault_rng() { return streams_.faults; }
+  std::mt19937_64& placement_rng() { return streams_.placement; }
+  std::mt19937_64& ack_rng() { return streams_.acks; }
+  FastRandom& memory_rng() { return streams_.memory; }
   // Forced local faults: true when this registration / post must fail.
   bool RegistrationFaultDue(int node);
   bool PostFaultDue(int node, uint32_t qpn);
@@ -365,9 +370,13 @@ class Fabric {
   // When each QP-to-QP flow last delivered, so jitter keeps a flow in order.
   absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
-  std::mt19937_64 rng_;
-  static constexpr uint64_t kMemoryStream = 0x6d656d6f72790001ull;
-  FastRandom memory_rng_;
+  struct Streams {
+    explicit Streams(uint64_t seed) { Reseed(seed); }
+    void Reseed(uint64_t seed);
+    std::mt19937_64 jitter, faults, placement, acks;
+    FastRandom memory{0};
+  };
+  Streams streams_;
   bool frozen_ = false;  // Freeze()
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
   FaultPlan faults_;

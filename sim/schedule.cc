@@ -1,5 +1,6 @@
 // Randomised schedules within what the spec allows, drawn from the fabric's
-// seeded source:
+// seeded streams (Fabric::placement_rng, ack_rng and, for the weak memory
+// model, memory_rng):
 //  - the data of an RDMA write packet is placed in 64-byte chunks in random
 //    order over a few nanoseconds (ibv_query_qp_data_in_order(3): placement
 //    order inside a message is not guaranteed), always complete before the
@@ -124,7 +125,7 @@ void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
     return;
   }
   if (in_order) {
-    PlaceInChunks(qp, va, std::move(data), fabric->rng(), 50);
+    PlaceInChunks(qp, va, std::move(data), fabric->placement_rng(), 50);
   } else {
     PlaceInChunks(qp, va, std::move(data), fabric->memory_rng(), 1000);
   }
@@ -167,7 +168,7 @@ void AckMessage(QpCore& qp, uint32_t psn) {
     qp.ack_pending_psn = psn;  // coalesced into the ACK already waiting
     return;
   }
-  if (fabric->rng()() % 2 == 0) {
+  if (fabric->ack_rng()() % 2 == 0) {
     SendAckNow(qp, psn);
     return;
   }
@@ -177,7 +178,7 @@ void AckMessage(QpCore& qp, uint32_t psn) {
   Node* node = qp.node;
   const uint32_t qpn = qp.qpn;
   fabric->Schedule(
-      fabric->now_ns() + 1 + static_cast<int64_t>(fabric->rng()() % 2000),
+      fabric->now_ns() + 1 + static_cast<int64_t>(fabric->ack_rng()() % 2000),
       [node, qpn, generation]() {
         QpCore* q = Lookup(node, qpn);
         if (q == nullptr || q->ack_generation != generation) return;

@@ -386,6 +386,36 @@ TEST(FaultActions, ForcedCqOverflowIsCqErrAndQpToErr) {
             std::string::npos);
 }
 
+// The trace of 8 signaled 4 KiB writes with `faults` added after connecting.
+std::string WritesUnder(const std::string& faults) {
+  Wired w = Connect();
+  EXPECT_TRUE(w.fabric->AddFaults(faults).ok()) << faults;
+  std::vector<char> src(4096, 'x'), dst(4096);
+  auto smr = *w.eps.client->RegMsgs(src.data(), src.size());
+  auto dmr = *w.eps.server->RegWrite(dst.data(), dst.size());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(w.eps.client
+                    ->PostWrite(i, src.data(), src.size(), smr.get(),
+                                kSendSignaled,
+                                reinterpret_cast<uint64_t>(dst.data()),
+                                dmr->rkey())
+                    .ok());
+  }
+  w.fabric->RunUntilIdle();
+  return w.fabric->TraceText();
+}
+
+// Each component draws from a stream of its own (Fabric::Streams): a rule
+// whose draws never fire leaves every other draw, and so the whole run, as
+// it was; one that fires changes the run.
+TEST(FaultStreams, ARuleThatNeverFiresChangesNothing) {
+  const std::string plain = WritesUnder("");
+  // prob=0: the rule matches every packet and draws for each, never firing.
+  EXPECT_EQ(WritesUnder("drop prob=0"), plain);
+  EXPECT_EQ(WritesUnder("dup prob=0; delay us=3 prob=0"), plain);
+  EXPECT_NE(WritesUnder("drop prob=0.5"), plain);
+}
+
 TEST(FaultActions, RegistrationAndPostFailOnTheNthCall) {
   Wired w = Connect();
   ASSERT_TRUE(w.fabric->AddFaults("regfail nth=2; postfail nth=2").ok());
