@@ -40,6 +40,7 @@ ProfileRules RulesFor(const std::string& profile) {
   if (profile == "rxe") {
     // Kernel rxe (rxe_req.c / rxe_resp.c / rxe_comp.c), docs/semantics.md §2.
     r.name = "rxe";
+    r.reads_may_see_later_writes = false;
     // Older kernels complete LOC_PROT_ERR, newer LOC_QP_OP_ERR.
     r.bad_lkey = {WcStatus::kLocProtErr, WcStatus::kLocQpOpErr};
     r.recv_access = {WcStatus::kLocQpOpErr};

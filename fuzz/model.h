@@ -85,6 +85,11 @@ struct ProfileRules {
   StatusSet recv_bad_invalidate;
   // Whether a zero-length RDMA read/write is done without an rkey check.
   bool zero_length_skips_rkey = true;
+  // Whether an RDMA read may fetch its data after later writes and atomics
+  // of its QP ran (read relaxed ordering, docs/ordering.md rule R3: the
+  // spec allows it unless a later WR carries IBV_SEND_FENCE; rxe fetches
+  // in order).
+  bool reads_may_see_later_writes = true;
   // Requester status when the responder QP lacks the REMOTE_* flag.
   StatusSet qp_access_denied;
   // C10-72 checked for type 1 windows too (rxe 6.1 checks only a type 2

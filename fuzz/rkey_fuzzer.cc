@@ -678,6 +678,12 @@ class RkeyHarness {
     std::vector<ExpectedWc> want_send;
     std::vector<ExpectedWc> want_recv;
     std::vector<std::pair<size_t, size_t>> undefined_recv;  // offset, len
+    // What each WR did to the target, for read relaxed ordering below.
+    struct Touch {
+      bool read = false, writes = false, fenced = false;
+      uint64_t addr = 0, length = 0;
+    };
+    std::vector<Touch> touches(bad);
     bool requester_error = false;
     bool responder_error = false;
     for (size_t i = 0; i < bad; ++i) {
@@ -757,6 +763,11 @@ class RkeyHarness {
                             : "",
                         out.responder_error ? ", responder to ERR" : ""));
       if (out.executes) Apply(b, req);
+      touches[i] = Touch{out.executes && b.kind == RemoteKind::kRead,
+                         out.executes && b.kind != RemoteKind::kRead &&
+                             b.kind != RemoteKind::kSendInv,
+                         (b.wr.send_flags & kSendFence) != 0, req.addr,
+                         req.length};
       if (!out.requester.IsSuccessOnly() || b.signaled) {
         want_send.push_back({b.wr.wr_id, out.requester, op,
                              static_cast<uint32_t>(b.length), false, 0});
@@ -782,6 +793,28 @@ class RkeyHarness {
     }
 
     pair_->fabric->RunUntilIdle();
+
+    // Read relaxed ordering (docs/ordering.md rule R3): a read may return
+    // the bytes of a later write or atomic of the batch to the same place,
+    // unless a fence stands between them; its sink is then one of several
+    // values, taken as it is.
+    if (rules_.reads_may_see_later_writes) {
+      for (size_t i = 0; i < touches.size(); ++i) {
+        if (!touches[i].read) continue;
+        for (size_t j = i + 1; j < touches.size(); ++j) {
+          if (touches[j].fenced) break;
+          const bool overlaps =
+              touches[j].addr < touches[i].addr + touches[i].length &&
+              touches[i].addr < touches[j].addr + touches[j].length;
+          if (touches[j].writes && overlaps) {
+            for (const Sge& s : wrs[i].sges) {
+              local_->AcceptActual(local_->Offset(s.addr), s.length);
+            }
+            break;
+          }
+        }
+      }
+    }
 
     CompareCq(pair_->client().send_cq(), want_send, "client send CQ");
     CompareCq(pair_->server().recv_cq(), want_recv, "server recv CQ");
