@@ -300,26 +300,23 @@ bool Fabric::Step() {
   return true;
 }
 
-namespace {
-thread_local bool helper_thread = false;
-}  // namespace
-
-void Fabric::MarkHelperThread() { helper_thread = true; }
-bool Fabric::IsHelperThread() { return helper_thread; }
-
 bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
                         absl::Duration timeout) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
   const absl::Time deadline = absl::Now() + timeout;
-  const int64_t grace_ns = absl::ToInt64Nanoseconds(kHelperGrace);
+  uint64_t seen_calls = app_calls_.load(std::memory_order_relaxed);
+  absl::Time quiet_since = absl::Now();
   uint64_t steps = 0;
   while (!done()) {
     const absl::Time now = absl::Now();
     if (now >= deadline) return false;
-    const bool app_idle =
-        absl::GetCurrentTimeNanos() -
-            last_app_call_ns_.load(std::memory_order_relaxed) >=
-        grace_ns;
+    const uint64_t calls = app_calls_.load(std::memory_order_relaxed);
+    if (calls != seen_calls) {
+      seen_calls = calls;
+      quiet_since = now;
+    }
+    const bool app_idle = callers_.load(std::memory_order_relaxed) == 0 &&
+                          now - quiet_since >= kHelperGrace;
     const int64_t cap = frozen_ ? now_ns_ : INT64_MAX;
     if (app_idle && udp_ == nullptr && !events_.empty() &&
         events_.top().at_ns <= cap) {
@@ -341,7 +338,7 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
 }
 
 void Fabric::NoteThread() {
-  if (helper_thread) return;
+  if (helper_thread_) return;
   if (multi_threaded_) return;
   const std::thread::id me = std::this_thread::get_id();
   if (!have_first_thread_) {
@@ -355,7 +352,7 @@ void Fabric::NoteThread() {
 bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
                         absl::Duration timeout, bool blocking) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
-  if (helper_thread && blocking && udp_ == nullptr) {
+  if (helper_thread_ && blocking && udp_ == nullptr) {
     return HelperWait(fabric_lock, done, timeout);
   }
   NoteThread();

@@ -22,7 +22,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "sim/addresses.h"
 #include "sim/faults.h"
@@ -153,10 +152,13 @@ class Fabric {
   class Lock {
    public:
     explicit Lock(Fabric& fabric) : fabric_(fabric) {
-      if (!IsHelperThread()) {
+      if (!helper_thread_) {
         fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
-        fabric_.last_app_call_ns_.store(absl::GetCurrentTimeNanos(),
-                                        std::memory_order_relaxed);
+        // Only "it changed" matters, so a relaxed load and store do (a
+        // count lost to a race is harmless): no locked instruction here.
+        fabric_.app_calls_.store(
+            fabric_.app_calls_.load(std::memory_order_relaxed) + 1,
+            std::memory_order_relaxed);
       }
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_);
       // In real time (UDP transport) "now" is the wall clock of the call,
@@ -165,9 +167,7 @@ class Fabric {
     }
     ~Lock() {
       if (lock_.owns_lock()) lock_.unlock();
-      if (!IsHelperThread()) {
-        fabric_.last_app_call_ns_.store(absl::GetCurrentTimeNanos(),
-                                        std::memory_order_relaxed);
+      if (!helper_thread_) {
         fabric_.callers_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
@@ -190,8 +190,8 @@ class Fabric {
   // own calls to produce what they wait for. So a program that polls gets
   // the same run from the same seed, and one that blocks on a completion
   // channel or the async event fd still sees time pass.
-  static void MarkHelperThread();
-  static bool IsHelperThread();
+  static void MarkHelperThread() { helper_thread_ = true; }
+  static bool IsHelperThread() { return helper_thread_; }
   static constexpr absl::Duration kHelperGrace = absl::Milliseconds(2);
 
   // --- Public, thread-safe ---------------------------------------------
@@ -390,8 +390,11 @@ class Fabric {
   std::thread::id first_thread_;
   bool multi_threaded_ = false;
   std::atomic<int> callers_{0};  // application threads only
-  // Real time of the last call by an application thread (helpers excluded).
-  std::atomic<int64_t> last_app_call_ns_{0};
+  // Counts the application's calls (helpers excluded): a helper sees the
+  // application away when no call is in progress (callers_) and this stays
+  // the same for kHelperGrace.
+  std::atomic<uint64_t> app_calls_{0};
+  static inline thread_local bool helper_thread_ = false;
   // A helper's blocking wait (DriveUntil).
   bool HelperWait(Lock& lock, const std::function<bool()>& done,
                   absl::Duration timeout);
