@@ -12,11 +12,6 @@
 namespace verbsim::sim {
 namespace {
 
-QpCore* Lookup(Node* node, uint32_t qpn) {
-  auto it = node->qps.find(qpn);
-  return it == node->qps.end() ? nullptr : it->second;
-}
-
 void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
   // An ACK held back for coalescing goes first: ACKs and NAKs leave in PSN
   // order.

@@ -14,17 +14,14 @@
 #include "core/errors.h"
 
 namespace verbsim::sim {
-namespace {
 
-sockaddr_in Loopback(int port) {
+sockaddr_in LoopbackAddress(int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   return a;
 }
-
-}  // namespace
 
 UdpSockets::~UdpSockets() {
   for (int fd : fds_) close(fd);
@@ -56,7 +53,7 @@ absl::Status UdpSockets::Open(int base_port,
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0) {
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
     }
-    const sockaddr_in a = Loopback(port);
+    const sockaddr_in a = LoopbackAddress(port);
     if (bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
       return fail(errno, port);
     }
@@ -72,7 +69,7 @@ absl::Status UdpSockets::Open(int base_port,
 bool UdpSockets::Send(int src, int dst, const std::vector<uint8_t>& bytes) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i] != src) continue;
-    const sockaddr_in a = Loopback(base_port_ + dst);
+    const sockaddr_in a = LoopbackAddress(base_port_ + dst);
     const ssize_t n =
         sendto(fds_[i], bytes.data(), bytes.size(), 0,
                reinterpret_cast<const sockaddr*>(&a), sizeof(a));

@@ -14,9 +14,14 @@
 #include <cstdint>
 #include <vector>
 
+#include <netinet/in.h>
+
 #include "absl/status/status.h"
 
 namespace verbsim::sim {
+
+// 127.0.0.1:`port`, the only address the UDP transport binds or sends to.
+sockaddr_in LoopbackAddress(int port);
 
 class UdpSockets {
  public:

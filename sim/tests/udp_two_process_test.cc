@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "sim/handles.h"
 #include "sim/sim_provider.h"
+#include "sim/udp_transport.h"
 #include "sim/wire.h"
 
 namespace verbsim::sim {
@@ -626,20 +627,11 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
   RunTwoProcesses(client, server);
 }
 
-// 127.0.0.1:`port`.
-sockaddr_in Loopback(int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
-
 // A UDP socket bound to 127.0.0.1:`port`, or -1.
 int BoundSocket(int port) {
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   if (fd < 0) return -1;
-  sockaddr_in b = Loopback(port);
+  sockaddr_in b = LoopbackAddress(port);
   if (bind(fd, reinterpret_cast<sockaddr*>(&b), sizeof(b)) != 0) {
     close(fd);
     return -1;
@@ -661,7 +653,7 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
   // pass the check of who sent them.
   const int fd = BoundSocket(base + 1);
   ASSERT_GE(fd, 0);
-  sockaddr_in a = Loopback(base);
+  sockaddr_in a = LoopbackAddress(base);
   const uint8_t junk[5] = {1, 2, 3, 4, 5};
   sendto(fd, junk, sizeof(junk), 0, reinterpret_cast<sockaddr*>(&a),
          sizeof(a));
@@ -694,7 +686,7 @@ TEST(UdpTransport, DatagramsFromOutsideTheFabricAreDroppedAndCounted) {
       OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
   ASSERT_TRUE(provider.ok()) << provider.status();
   Fabric& fabric = AsSimProvider(provider->get())->fabric();
-  sockaddr_in a = Loopback(base);
+  sockaddr_in a = LoopbackAddress(base);
   Packet p;
   p.src_node = 1;
   p.dst_node = 0;

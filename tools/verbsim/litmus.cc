@@ -91,10 +91,6 @@ absl::StatusOr<std::vector<std::string>> Words(absl::string_view line) {
   return words;
 }
 
-struct BufRef {
-  int node = -1;
-};
-
 int NodeIndex(absl::string_view name) {
   if (name.size() != 1 || name[0] < 'A' || name[0] > 'C') return -1;
   return name[0] - 'A';
