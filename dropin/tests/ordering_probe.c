@@ -96,7 +96,7 @@ static struct sockaddr_in ipv4(const char *ip, uint16_t port) {
 /* a on SOURCE_IP's device, b on TARGET_IP's, connected through rdma_cm. */
 static void connect_cm(const char *target_ip, const char *source_ip) {
   struct rdma_event_channel *ch = rdma_create_event_channel();
-  struct rdma_cm_id *listener, *cid;
+  struct rdma_cm_id *listener = NULL, *cid = NULL;
   if (!ch || rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP) ||
       rdma_create_id(ch, &cid, NULL, RDMA_PS_TCP)) {
     probe_die("rdma_create_id");
