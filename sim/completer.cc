@@ -1,6 +1,7 @@
 // The completer: consumes ACKs, NAKs, read responses and atomic ACKs at the
 // requester; retries on timeout, sequence NAK and RNR NAK; fails a WQE on a
-// remote error NAK (IBA 9.7.5, 9.9; kernel rxe rxe_comp.c is the model).
+// remote error NAK (IBA 9.7.5, 9.9; kernel rxe rxe_comp.c is the model), and
+// completes finished WQEs in post order (CompleterRun).
 #include <cstring>
 
 #include "sim/fabric.h"
@@ -130,12 +131,10 @@ void OnRnrNak(QpCore& qp, uint32_t psn, uint8_t timer) {
   const uint32_t qpn = qp.qpn;
   fabric->Schedule(
       fabric->now_ns() + kRnrTimerUs[timer & 31] * 1000, [node, qpn, psn]() {
-        auto it = node->qps.find(qpn);
-        if (it == node->qps.end()) return;
-        QpCore& q = *it->second;
-        if (!q.rnr_waiting) return;
-        q.rnr_waiting = false;
-        RequesterRewind(q, psn);
+        QpCore* q = node->FindQp(qpn);
+        if (q == nullptr || !q->rnr_waiting) return;
+        q->rnr_waiting = false;
+        RequesterRewind(*q, psn);
       });
 }
 
@@ -261,9 +260,9 @@ void ScheduleTimerEvent(QpCore& qp, int64_t at_ns) {
   const uint64_t generation = qp.timer_generation;
   qp.timer_event_pending = true;
   fabric->Schedule(at_ns, [node, qpn, generation]() {
-    auto it = node->qps.find(qpn);
-    if (it == node->qps.end()) return;
-    QpCore& q = *it->second;
+    QpCore* found = node->FindQp(qpn);
+    if (found == nullptr) return;
+    QpCore& q = *found;
     if (q.timer_generation != generation) return;  // reset or error since
     q.timer_event_pending = false;
     if (!q.timer_armed) return;
@@ -341,6 +340,29 @@ void CompleterReceive(QpCore& qp, Packet& p) {
       break;
   }
   CompleterRun(qp);
+}
+
+
+void CompleterRun(QpCore& qp) {
+  bool completed = false;
+  while (!qp.sq.empty() && qp.sq.front().phase == SendWqe::Phase::kDone) {
+    SendWqe w = std::move(qp.sq.front());
+    qp.sq.pop_front();
+    if (qp.req_next > 0) --qp.req_next;
+    if (w.holds_rd_atomic) --qp.rd_atomic_in_flight;
+    if (w.status != WcStatus::kSuccess) {
+      PushCompletion(*qp.send_cq, SendCompletion(qp, w, w.status), false);
+      TerminateConnection(qp);
+      EnterError(qp);
+      return;
+    }
+    if (w.signaled) {
+      PushCompletion(*qp.send_cq, SendCompletion(qp, w, WcStatus::kSuccess),
+                     false);
+    }
+    completed = true;
+  }
+  if (completed) RequesterRun(qp);
 }
 
 }  // namespace verbsim::sim

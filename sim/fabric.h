@@ -66,6 +66,12 @@ struct Node {
   Gid gid{};          // ::ffff:<ipv4>
   KeyTable keys;
   absl::flat_hash_map<uint32_t, QpCore*> qps;
+  // The live QP numbered `qpn`, or null (a scheduled event checks that its
+  // QP still exists).
+  QpCore* FindQp(uint32_t qpn) const {
+    auto it = qps.find(qpn);
+    return it == qps.end() ? nullptr : it->second;
+  }
   uint32_t next_qpn = 17;  // QPNs are never reused within a fabric's life
   uint32_t next_id = 1;    // PD / CQ ids
   int live_qps = 0, live_pds = 0, live_cqs = 0;
@@ -116,7 +122,7 @@ struct FabricOptions {
   // packets of different QPs and nodes interleave differently per seed.
   absl::Duration jitter = absl::Nanoseconds(200);
   // Randomised placement order of RDMA write data and ACK coalescing
-  // (sim/schedule.cc), within what the spec allows.
+  // (sim/placement.cc, sim/responder.cc), within what the spec allows.
   bool randomize_schedule = true;
   // Faults in the text form of sim/faults.h.
   std::string faults;

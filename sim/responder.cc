@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "sim/fabric.h"
+#include "sim/remote_access.h"
 #include "sim/sg.h"
 #include "sim/transport.h"
 
@@ -49,23 +50,6 @@ void SendRnrNak(QpCore& qp, uint32_t psn) {
   qp.nak_sent = true;
 }
 
-
-bool Remote(const QpCore& qp, uint32_t flag) {
-  if (!qp.node->fabric->profile().iwarp.checks_qp_access) return true;
-  return (qp.attr.qp_access_flags & flag) != 0;
-}
-
-// The rkey check of an RDMA read, write or atomic; zero-length operations
-// may skip it (docs/semantics.md section 2, a profile matter).
-bool RkeyOk(const QpCore& qp, const Packet& p, uint64_t len,
-            uint32_t required) {
-  if (len == 0 && qp.node->fabric->profile().zero_length_skips_rkey_check) {
-    return true;
-  }
-  return CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote, qp.pd.get(),
-                     p.va, len, required, nullptr, qp.qpn) ==
-         AccessResult::kOk;
-}
 
 void ExecuteSend(QpCore& qp, const Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
@@ -141,11 +125,11 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
     return;
   }
   if (IsFirstOrOnly(p.opcode)) {
-    if (!Remote(qp, kAccessRemoteWrite)) {
+    if (!QpGrants(qp, kAccessRemoteWrite)) {
       FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
       return;
     }
-    if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteWrite)) {
+    if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
       FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
       return;
     }
@@ -225,13 +209,6 @@ void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
   }
 }
 
-uint32_t ReadSourceAccess(const QpCore& qp) {
-  // siw checks a READ's source with no permission bits (IwarpRules).
-  return qp.node->fabric->profile().iwarp.read_needs_remote_read
-             ? kAccessRemoteRead
-             : 0;
-}
-
 void KeepResource(QpCore& qp, const RdAtomicResource& res) {
   qp.resources.push_back(res);
   const size_t cap = std::max<size_t>(1, qp.attr.max_dest_rd_atomic);
@@ -240,11 +217,11 @@ void KeepResource(QpCore& qp, const RdAtomicResource& res) {
 
 void ExecuteRead(QpCore& qp, const Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
-  if (!Remote(qp, kAccessRemoteRead)) {
+  if (!QpGrants(qp, kAccessRemoteRead)) {
     FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
     return;
   }
-  if (!RkeyOk(qp, p, p.dma_len, ReadSourceAccess(qp))) {
+  if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, ReadSourceRights(qp))) {
     FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
     return;
   }
@@ -264,7 +241,7 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
 
 void ExecuteAtomic(QpCore& qp, const Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
-  if (!Remote(qp, kAccessRemoteAtomic) ||
+  if (!QpGrants(qp, kAccessRemoteAtomic) ||
       profile.device.atomic_cap == AtomicCap::kNone) {
     FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
     return;
@@ -274,7 +251,7 @@ void ExecuteAtomic(QpCore& qp, const Packet& p) {
     FatalNak(qp, p.psn, NakCode::kInvalidRequest);
     return;
   }
-  if (!RkeyOk(qp, p, 8, kAccessRemoteAtomic)) {
+  if (!RkeyGrants(qp, p.rkey, p.va, 8, kAccessRemoteAtomic)) {
     FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
     return;
   }
@@ -307,7 +284,9 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
     return;
   }
   if (p.opcode == RcOp::kReadRequest) {
-    if (!RkeyOk(qp, p, p.dma_len, kAccessRemoteRead)) return;
+    if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, ReadSourceRights(qp))) {
+      return;
+    }
     SendReadResponses(qp, p.psn, p.va, p.dma_len, p.rkey,
                       /*fetch_late=*/false);
     return;
@@ -357,9 +336,8 @@ void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
 }
 
 bool FetchDeferredRead(QpCore& qp, Packet& p) {
-  if (CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote, qp.pd.get(),
-                  p.deferred_offset, p.deferred_len, ReadSourceAccess(qp),
-                  nullptr, qp.qpn) != AccessResult::kOk) {
+  if (!RkeyGrants(qp, p.rkey, p.deferred_offset, p.deferred_len,
+                  ReadSourceRights(qp))) {
     return false;  // deregistered since the read executed
   }
   const auto* src = reinterpret_cast<const uint8_t*>(p.deferred_offset);
@@ -372,6 +350,49 @@ bool FetchDeferredRead(QpCore& qp, Packet& p) {
 
 void SendAckNow(QpCore& qp, uint32_t psn) {
   SendAck(qp, psn, AckSyndrome());
+}
+
+// ACK coalescing (IBA 9.7.5.1.2): the responder may hold an ACK back briefly
+// (a draw of Fabric::ack_rng) and send one ACK for the messages executed
+// meanwhile.
+void AckMessage(QpCore& qp, uint32_t psn) {
+  Fabric* fabric = qp.node->fabric;
+  if (!fabric->options().randomize_schedule) {
+    SendAckNow(qp, psn);
+    return;
+  }
+  if (qp.ack_pending) {
+    qp.ack_pending_psn = psn;  // coalesced into the ACK already waiting
+    return;
+  }
+  if (fabric->ack_rng()() % 2 == 0) {
+    SendAckNow(qp, psn);
+    return;
+  }
+  qp.ack_pending = true;
+  qp.ack_pending_psn = psn;
+  const uint64_t generation = ++qp.ack_generation;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  fabric->Schedule(
+      fabric->now_ns() + 1 + static_cast<int64_t>(fabric->ack_rng()() % 2000),
+      [node, qpn, generation]() {
+        QpCore* q = node->FindQp(qpn);
+        if (q == nullptr || q->ack_generation != generation) return;
+        FlushPendingAck(*q);
+      });
+}
+
+void FlushPendingAck(QpCore& qp) {
+  if (!qp.ack_pending) return;
+  qp.ack_pending = false;
+  ++qp.ack_generation;
+  SendAckNow(qp, qp.ack_pending_psn);
+}
+
+void DropPendingAck(QpCore& qp) {
+  qp.ack_pending = false;
+  ++qp.ack_generation;
 }
 
 void ResponderReceive(QpCore& qp, Packet& p) {

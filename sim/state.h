@@ -164,7 +164,7 @@ struct SendWqe {
 
 // An RDMA write packet whose data has partly landed: the 64-byte chunks
 // `left` of `bytes` (to be placed at va) are still to come, at due_ns unless
-// something forces them out first (schedule.cc).
+// something forces them out first (placement.cc).
 struct PendingChunk {
   uint64_t va = 0;
   std::vector<uint8_t> bytes;
@@ -252,7 +252,7 @@ struct QpCore {
   uint64_t write_left = 0;
   uint64_t write_len = 0;
   std::deque<RdAtomicResource> resources;
-  // Randomised schedule state (schedule.cc).
+  // Write data still to land (placement.cc).
   std::deque<PendingChunk> placements;
   // Run in order once no placement is pending (the ACKs and immediate
   // completions of writes).

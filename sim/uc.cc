@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "sim/fabric.h"
+#include "sim/remote_access.h"
 #include "sim/sg.h"
 #include "sim/transport.h"
 
@@ -69,16 +70,11 @@ void ReceiveSend(QpCore& qp, const Packet& p) {
 
 void ReceiveWrite(QpCore& qp, const Packet& p) {
   if (IsFirstOrOnly(p.opcode)) {
-    if ((qp.attr.qp_access_flags & kAccessRemoteWrite) == 0) {
+    if (!QpGrants(qp, kAccessRemoteWrite)) {
       DropMessage(qp, p, "QP lacks REMOTE_WRITE");
       return;
     }
-    const uint64_t len = p.dma_len;
-    const bool zero_ok =
-        len == 0 && qp.node->fabric->profile().zero_length_skips_rkey_check;
-    if (!zero_ok && CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote,
-                                qp.pd.get(), p.va, len, kAccessRemoteWrite,
-                                nullptr, qp.qpn) != AccessResult::kOk) {
+    if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
       DropMessage(qp, p, "rkey check failed");
       return;
     }

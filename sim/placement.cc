@@ -1,16 +1,14 @@
-// Randomised schedules within what the spec allows, drawn from the fabric's
-// seeded streams (Fabric::placement_rng, ack_rng and, for the weak memory
-// model, memory_rng):
-//  - the data of an RDMA write packet is placed in 64-byte chunks in random
-//    order over a few nanoseconds (ibv_query_qp_data_in_order(3): placement
-//    order inside a message is not guaranteed), always complete before the
-//    message is acknowledged. Where the profile places messages in order
-//    (MemoryModel), it is also complete before the next request of the QP
-//    executes; otherwise it may land after later writes' data until a send,
-//    read or atomic of the QP, a completion, an ACK or an overlapping write
-//    forces it out (docs/ordering.md rules W1-W3);
-//  - the responder may hold an ACK back briefly and coalesce it with the
-//    ACKs of later messages (IBA 9.7.5.1.2).
+// Placement of RDMA write data at the responder, in a randomised order
+// within what the spec allows, drawn from the fabric's seeded streams
+// (Fabric::placement_rng and, for the weak memory model, memory_rng): the
+// data of a write packet is placed in 64-byte chunks in random order over a
+// few nanoseconds (ibv_query_qp_data_in_order(3): placement order inside a
+// message is not guaranteed), always complete before the message is
+// acknowledged. Where the profile places messages in order (MemoryModel), it
+// is also complete before the next request of the QP executes; otherwise it
+// may land after later writes' data until a send, read or atomic of the QP,
+// a completion, an ACK or an overlapping write forces it out
+// (docs/ordering.md rules W1-W3).
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -23,12 +21,6 @@ namespace verbsim::sim {
 namespace {
 
 constexpr uint64_t kChunk = 64;
-
-
-QpCore* Lookup(Node* node, uint32_t qpn) {
-  auto it = node->qps.find(qpn);
-  return it == node->qps.end() ? nullptr : it->second;
-}
 
 // Places the chunks of pending write `c`.
 void Place(const PendingChunk& c) {
@@ -101,7 +93,7 @@ void PlaceInChunks(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data,
   Node* node = qp.node;
   const uint32_t qpn = qp.qpn;
   fabric->Schedule(due, [node, qpn, generation]() {
-    QpCore* q = Lookup(node, qpn);
+    QpCore* q = node->FindQp(qpn);
     if (q == nullptr || q->placement_generation != generation) return;
     PlaceDue(*q);
   });
@@ -154,43 +146,6 @@ void DropPlacements(QpCore& qp) {
   ++qp.placement_generation;
   qp.placements.clear();
   qp.after_placement.clear();
-  qp.ack_pending = false;
-  ++qp.ack_generation;
-}
-
-void AckMessage(QpCore& qp, uint32_t psn) {
-  Fabric* fabric = qp.node->fabric;
-  if (!fabric->options().randomize_schedule) {
-    SendAckNow(qp, psn);
-    return;
-  }
-  if (qp.ack_pending) {
-    qp.ack_pending_psn = psn;  // coalesced into the ACK already waiting
-    return;
-  }
-  if (fabric->ack_rng()() % 2 == 0) {
-    SendAckNow(qp, psn);
-    return;
-  }
-  qp.ack_pending = true;
-  qp.ack_pending_psn = psn;
-  const uint64_t generation = ++qp.ack_generation;
-  Node* node = qp.node;
-  const uint32_t qpn = qp.qpn;
-  fabric->Schedule(
-      fabric->now_ns() + 1 + static_cast<int64_t>(fabric->ack_rng()() % 2000),
-      [node, qpn, generation]() {
-        QpCore* q = Lookup(node, qpn);
-        if (q == nullptr || q->ack_generation != generation) return;
-        FlushPendingAck(*q);
-      });
-}
-
-void FlushPendingAck(QpCore& qp) {
-  if (!qp.ack_pending) return;
-  qp.ack_pending = false;
-  ++qp.ack_generation;
-  SendAckNow(qp, qp.ack_pending_psn);
 }
 
 }  // namespace verbsim::sim

@@ -1,0 +1,92 @@
+// Completions and the completion queue: a send WQE's completion, pushing a
+// completion, notifying an armed CQ's channel, and overrun (ibv_poll_cq(3), ibv_req_notify_cq(3),
+// ibv_create_cq(3)).
+#include <vector>
+
+#include "sim/fabric.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+
+WcOpcode WcOpcodeFor(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+    case WrOpcode::kSendWithInv:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd:
+      return WcOpcode::kFetchAdd;
+    case WrOpcode::kLocalInv:
+      return WcOpcode::kLocalInv;
+    case WrOpcode::kBindMw:
+      return WcOpcode::kBindMw;
+  }
+  return WcOpcode::kSend;
+}
+
+WorkCompletion SendCompletion(const QpCore& qp, const SendWqe& w,
+                              WcStatus status) {
+  WorkCompletion wc;
+  wc.wr_id = w.wr_id;
+  wc.status = status;
+  wc.opcode = WcOpcodeFor(w.opcode);
+  wc.qp_num = qp.qpn;
+  if (status == WcStatus::kSuccess) {
+    wc.byte_len = static_cast<uint32_t>(w.length);
+  }
+  return wc;
+}
+
+void OverflowCq(CqState& cq) {
+  if (cq.overflowed) return;
+  // CQ overrun: the CQ is in error, an async CQ_ERR event is raised and the
+  // QPs that complete here go to ERR (ibv_create_cq(3), IBA 11.4.2.1).
+  cq.overflowed = true;
+  AsyncEvent ev;
+  ev.type = AsyncEventType::kCqErr;
+  ev.cq_id = cq.id;
+  cq.context->async_events.push_back(ev);
+  if (cq.context->node->fabric->profile().cq_overflow_errors_qps) {
+    std::vector<QpCore*> qps(cq.qps.begin(), cq.qps.end());
+    for (QpCore* qp : qps) {
+      if (qp->state != verbsim::QpState::kErr) EnterError(*qp);
+    }
+  }
+  cq.context->node->fabric->Wake();
+}
+
+void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
+  Fabric* fabric = cq.context->node->fabric;
+  if (cq.overflowed || cq.dead) return;
+  if (static_cast<int>(cq.entries.size()) >= cq.cqe) {
+    OverflowCq(cq);
+    return;
+  }
+  TraceRecord r;
+  r.time_ns = fabric->now_ns();
+  r.kind = TraceKind::kComplete;
+  r.node = cq.context->node->index;
+  r.qpn = wc.qp_num;
+  r.opcode = static_cast<uint8_t>(wc.status);
+  r.length = wc.byte_len;
+  r.wr_id = wc.wr_id;
+  fabric->trace().Record(std::move(r));
+  cq.entries.push_back(wc);
+  if (cq.armed && (!cq.armed_solicited_only || solicited ||
+                   wc.status != WcStatus::kSuccess)) {
+    cq.armed = false;
+    if (cq.channel != nullptr && !cq.channel->dead) {
+      cq.channel->events.push_back(cq.shared_from_this());
+    }
+  }
+  fabric->Wake();
+}
+
+}  // namespace verbsim::sim

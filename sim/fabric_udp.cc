@@ -1,0 +1,129 @@
+// The fabric across processes: RoCEv2 datagrams over loopback UDP
+// (docs/udp-transport.md). A progress thread runs the events due by the wall
+// clock and receives datagrams for this process's nodes.
+#include <algorithm>
+#include <climits>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "core/errors.h"
+#include "sim/fabric.h"
+#include "sim/transport.h"
+#include "sim/udp_transport.h"
+#include "sim/wire.h"
+
+namespace verbsim::sim {
+
+absl::Status Fabric::StartUdp() {
+  if (!address_status_.ok()) return address_status_;
+  const FabricOptions::Udp& u = options_.udp;
+  if (u.base_port <= 0 || u.base_port + num_nodes() - 1 > 65535) {
+    return Errno(EINVAL,
+                 "UDP transport: base port %d with %d nodes leaves 1..65535",
+                 u.base_port, num_nodes());
+  }
+  if (u.local_nodes.empty()) {
+    return Errno(EINVAL, "UDP transport: no local node");
+  }
+  for (int i : u.local_nodes) {
+    if (i < 0 || i >= num_nodes()) {
+      return Errno(EINVAL, "UDP transport: local node %d is not one of 0..%d",
+                   i, num_nodes() - 1);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (udp_ != nullptr) return Errno(EBUSY, "UDP transport already started");
+  auto sockets = std::make_unique<UdpSockets>();
+  if (absl::Status s = sockets->Open(u.base_port, u.local_nodes); !s.ok()) {
+    return s;
+  }
+  // The clock goes on from the virtual time reached so far, in real time.
+  real_start_ns_ = absl::GetCurrentTimeNanos() - now_ns_;
+  udp_ = std::move(sockets);
+  multi_threaded_ = true;
+  progress_ = std::thread([this] { ProgressLoop(); });
+  return absl::OkStatus();
+}
+
+void Fabric::ProgressLoop() {
+  std::vector<UdpSockets::Datagram> datagrams;
+  while (true) {
+    int64_t sleep_ns;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stop_) return;
+      SyncClock();
+      for (const UdpSockets::Datagram& d : datagrams) {
+        ReceiveDatagram(d.src_node, d.bytes);
+      }
+      datagrams.clear();
+      while (!events_.empty() && events_.top().at_ns <= now_ns_) Step();
+      // Sleep until the next event, at most 10 ms (Schedule wakes us for an
+      // earlier one).
+      sleep_ns = 10'000'000;
+      if (!events_.empty()) {
+        sleep_ns = std::min(sleep_ns, events_.top().at_ns - now_ns_);
+      }
+      progress_wake_ns_ = now_ns_ + sleep_ns;
+      cv_.notify_all();
+    }
+    udp_->Wait(std::max<int64_t>(sleep_ns, 0), num_nodes(), &datagrams);
+  }
+}
+
+void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {
+  absl::StatusOr<Packet> p =
+      DecodeRoceV2Ip(bytes.data(), bytes.size(), options_.address_base);
+  if (!p.ok()) {
+    // A bad ICRC is the destination's to count (IBA 7.8.1), if the header
+    // names one of our nodes; anything else is not a packet of the sim.
+    const int dst =
+        bytes.size() >= 20
+            ? NodeOfIpv4(options_.address_base,
+                         uint32_t{bytes[16]} << 24 | uint32_t{bytes[17]} << 16 |
+                             uint32_t{bytes[18]} << 8 | bytes[19])
+            : -1;
+    if (absl::IsDataLoss(p.status()) && dst >= 0 && dst < num_nodes() &&
+        !nodes_[dst]->remote) {
+      ++nodes_[dst]->icrc_errors;
+      ++nodes_[dst]->packets_dropped;
+      RecordLocalFault(dst, 0, "bad ICRC (UDP datagram)");
+    } else {
+      ++udp_malformed_;
+    }
+    return;
+  }
+  if (p->dst_node >= num_nodes() || nodes_[p->dst_node]->remote ||
+      p->src_node >= num_nodes()) {
+    ++udp_malformed_;
+    return;
+  }
+  // A packet whose source address names another node than the port that
+  // sent it: one node posing as another.
+  if (p->src_node != sender) {
+    ++udp_foreign_;
+    return;
+  }
+  // RC and UC carry only the destination QP: the source QP is the one the
+  // receiving QP is connected to (IBA 9.7: the connection identifies it).
+  if (p->transport != QpType::kUd) {
+    auto it = nodes_[p->dst_node]->qps.find(p->dst_qpn);
+    if (it != nodes_[p->dst_node]->qps.end() &&
+        it->second->dest_node == p->src_node) {
+      p->src_qpn = it->second->attr.dest_qp_num;
+    }
+  }
+  Deliver(*std::move(p), false);
+}
+
+uint64_t Fabric::udp_foreign() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return udp_foreign_ + (udp_ != nullptr ? udp_->foreign() : 0);
+}
+
+uint64_t Fabric::udp_malformed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return udp_malformed_;
+}
+
+}  // namespace verbsim::sim

@@ -1,0 +1,106 @@
+// The error state of a QP (IBA 10.7.3.1, ibv_poll_cq(3)): an error completes
+// even an unsignaled WR, and once in ERR every outstanding and later WR
+// completes with WR_FLUSH_ERR, in post order per queue. RESET discards them
+// without completions.
+#include <deque>
+#include <utility>
+
+#include "sim/fabric.h"
+#include "sim/transport.h"
+
+namespace verbsim::sim {
+namespace {
+
+WorkCompletion FlushedRecv(const QpCore& qp, const RecvWqe& r) {
+  WorkCompletion wc;
+  wc.wr_id = r.wr_id;
+  wc.status = WcStatus::kWrFlushErr;
+  wc.opcode = WcOpcode::kRecv;
+  wc.qp_num = qp.qpn;
+  return wc;
+}
+
+}  // namespace
+
+// iWARP: an error at the requester ends the connection too; the TERMINATE
+// (siw_qp_tx.c siw_qp_sq_process's error path, siw_qp_cm_drop) moves the
+// peer to ERR. A NAK stands for it on the sim's wire (completer.cc OnNak).
+void TerminateConnection(QpCore& qp) {
+  if (qp.type != QpType::kRc || qp.dest_node < 0 ||
+      !qp.node->fabric->profile().iwarp.remote_errors_terminate) {
+    return;
+  }
+  Packet p;
+  p.opcode = RcOp::kAcknowledge;
+  p.psn = qp.req_psn;
+  p.syndrome = NakSyndrome(NakCode::kRemoteOperationalError);
+  TransmitFrom(qp, std::move(p));
+}
+
+void EnterError(QpCore& qp) {
+  // Data already received is placed; ACKs held back are not sent.
+  FlushPlacements(qp);
+  DropPlacements(qp);
+  DropPendingAck(qp);
+  qp.state = verbsim::QpState::kErr;
+  qp.req_halted = true;
+  qp.rnr_waiting = false;
+  qp.timer_armed = false;
+  qp.timer_event_pending = false;
+  ++qp.timer_generation;
+  // Send queue, in post order: a WQE that failed keeps its status.
+  std::deque<SendWqe> sq = std::move(qp.sq);
+  qp.sq.clear();
+  qp.req_next = 0;
+  qp.rd_atomic_in_flight = 0;
+  for (const SendWqe& w : sq) {
+    WcStatus status = (w.phase == SendWqe::Phase::kDone &&
+                       w.status != WcStatus::kSuccess)
+                          ? w.status
+                          : WcStatus::kWrFlushErr;
+    PushCompletion(*qp.send_cq, SendCompletion(qp, w, status), false);
+  }
+  // Receive queue: a receive being filled first, then the posted ones.
+  std::deque<RecvWqe> rq = std::move(qp.rq);
+  qp.rq.clear();
+  if (qp.in_send) {
+    qp.in_send = false;
+    PushCompletion(*qp.recv_cq, FlushedRecv(qp, qp.cur_recv), false);
+  }
+  for (const RecvWqe& r : rq) {
+    PushCompletion(*qp.recv_cq, FlushedRecv(qp, r), false);
+  }
+  qp.in_write = false;
+  qp.drop_msg = false;
+  if (qp.srq != nullptr &&
+      qp.node->fabric->profile().raises_last_wqe_reached) {
+    // IBA 11.6.3.2: a QP on an SRQ that enters ERR consumes no more WQEs of
+    // it: "last WQE reached".
+    AsyncEvent ev;
+    ev.type = AsyncEventType::kQpLastWqeReached;
+    ev.qp_num = qp.qpn;
+    RaiseAsyncEvent(*qp.pd->context, ev);
+  }
+}
+
+void ResetQueues(QpCore& qp) {
+  DropPlacements(qp);
+  DropPendingAck(qp);
+  qp.sq.clear();
+  qp.rq.clear();
+  qp.req_next = 0;
+  qp.rd_atomic_in_flight = 0;
+  qp.req_halted = false;
+  qp.rnr_waiting = false;
+  qp.timer_armed = false;
+  qp.timer_event_pending = false;
+  ++qp.timer_generation;
+  qp.in_send = false;
+  qp.in_write = false;
+  qp.drop_msg = false;
+  qp.nak_sent = false;
+  qp.resources.clear();
+  qp.msn = 0;
+}
+
+}  // namespace verbsim::sim

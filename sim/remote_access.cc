@@ -1,0 +1,28 @@
+#include "sim/remote_access.h"
+
+#include "sim/fabric.h"
+#include "sim/keys.h"
+
+namespace verbsim::sim {
+
+bool QpGrants(const QpCore& qp, uint32_t right) {
+  if (!qp.node->fabric->profile().iwarp.checks_qp_access) return true;
+  return (qp.attr.qp_access_flags & right) != 0;
+}
+
+bool RkeyGrants(const QpCore& qp, uint32_t rkey, uint64_t va, uint64_t len,
+                uint32_t rights) {
+  if (len == 0 && qp.node->fabric->profile().zero_length_skips_rkey_check) {
+    return true;
+  }
+  return CheckAccess(qp.node->keys, rkey, KeyKind::kRemote, qp.pd.get(), va,
+                     len, rights, nullptr, qp.qpn) == AccessResult::kOk;
+}
+
+uint32_t ReadSourceRights(const QpCore& qp) {
+  return qp.node->fabric->profile().iwarp.read_needs_remote_read
+             ? kAccessRemoteRead
+             : 0;
+}
+
+}  // namespace verbsim::sim
