@@ -5,7 +5,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "sim/tests/rc_property.h"
+#include "sim/testing/rc_property.h"
 
 namespace verbsim::bench {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
 #include "sim/testing/seeds.h"
-#include "sim/tests/rc_property.h"
+#include "sim/testing/rc_property.h"
 
 namespace verbsim::sim::testing {
 namespace {

@@ -2,8 +2,8 @@
 // received exactly once, in order, its bytes intact (checksummed); every
 // fetch-and-add is applied exactly once, in order; every read sees the last
 // write to its slot before it on the same QP.
-#ifndef VERBSIM_SIM_TESTS_RC_PROPERTY_H_
-#define VERBSIM_SIM_TESTS_RC_PROPERTY_H_
+#ifndef VERBSIM_SIM_TESTING_RC_PROPERTY_H_
+#define VERBSIM_SIM_TESTING_RC_PROPERTY_H_
 
 #include <cstdint>
 #include <string>
@@ -34,4 +34,4 @@ absl::Status RunRcProperty(const PropertyOptions& options,
 
 }  // namespace verbsim::sim::testing
 
-#endif  // VERBSIM_SIM_TESTS_RC_PROPERTY_H_
+#endif  // VERBSIM_SIM_TESTING_RC_PROPERTY_H_

@@ -1,4 +1,4 @@
-#include "sim/tests/rc_property.h"
+#include "sim/testing/rc_property.h"
 
 #include <cstring>
 #include <deque>

@@ -1,0 +1,157 @@
+#include "sim/tests/two_process.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/errors.h"
+#include "gtest/gtest.h"
+
+namespace verbsim::sim {
+
+bool Channel::Write(const void* p, size_t n) {
+  return write(wr, p, n) == static_cast<ssize_t>(n);
+}
+
+bool Channel::Read(void* p, size_t n, int timeout_ms) {
+  size_t got = 0;
+  while (got < n) {
+    pollfd pfd{rd, POLLIN, 0};
+    if (poll(&pfd, 1, timeout_ms) <= 0) return false;
+    const ssize_t r = read(rd, static_cast<char*>(p) + got, n - got);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Two free UDP ports base, base+1 on loopback (probed; the child binds its
+// own after the fork).
+int FreeBasePort() {
+  std::mt19937 rng(static_cast<uint32_t>(getpid()) * 2654435761u ^
+                   static_cast<uint32_t>(absl::GetCurrentTimeNanos()));
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int base = 20000 + static_cast<int>(rng() % 40000);
+    bool ok = true;
+    int fds[2] = {-1, -1};
+    for (int i = 0; i < 2 && ok; ++i) {
+      fds[i] = socket(AF_INET, SOCK_DGRAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(base + i));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ok = bind(fds[i], reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    }
+    for (int fd : fds) {
+      if (fd >= 0) close(fd);
+    }
+    if (ok) return base;
+  }
+  return 0;
+}
+
+absl::Status MakeSide(int base, int me, QpType type, Side* s,
+                      uint8_t timeout) {
+  auto provider =
+      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=", me));
+  if (!provider.ok()) return provider.status();
+  s->provider = *std::move(provider);
+  auto ctx = s->provider->Open(absl::StrCat("sim", me));
+  if (!ctx.ok()) return ctx.status();
+  EndpointAttr attr;
+  attr.qp_type = type;
+  attr.timeout = timeout;
+  auto ep = Endpoint::Create(*std::move(ctx), attr);
+  if (!ep.ok()) return ep.status();
+  s->ep = *std::move(ep);
+  if (absl::Status st = ModifyQpToInit(s->ep->qp(), attr); !st.ok()) return st;
+  auto mr = s->ep->RegMr(s->buf.data(), s->buf.size(),
+                         kAccessLocalWrite | kAccessRemoteWrite |
+                             kAccessRemoteRead | kAccessRemoteAtomic);
+  if (!mr.ok()) return mr.status();
+  s->mr = *std::move(mr);
+  auto gid = s->ep->context()->QueryGid(1, 0);
+  if (!gid.ok()) return gid.status();
+  s->info.qpn = s->ep->qp()->qp_num();
+  s->info.psn = 0x100 * (me + 1);
+  s->info.addr = reinterpret_cast<uint64_t>(s->buf.data());
+  s->info.rkey = s->mr->rkey();
+  s->info.gid = *gid;
+  return absl::OkStatus();
+}
+
+absl::Status Connect(Side& s, const Info& peer) {
+  const EndpointAttr& attr = s.ep->attr();
+  if (absl::Status st = ModifyQpToRtr(s.ep->qp(), attr, peer.qpn, peer.gid,
+                                      peer.psn);
+      !st.ok()) {
+    return st;
+  }
+  return ModifyQpToRts(s.ep->qp(), attr, s.info.psn);
+}
+
+// Runs `child` in a forked process and `parent` here, with a channel each
+// way. The child exits 0 when it saw no failure; it is killed after 60 s.
+void RunTwoProcesses(const std::function<void(int base, Channel&)>& parent,
+                     const std::function<void(int base, Channel&)>& child) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0) << "no two free UDP ports on loopback";
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0) << std::strerror(errno);
+  if (pid == 0) {
+    alarm(60);  // the child's own watchdog
+    close(to_child[1]);
+    close(to_parent[0]);
+    Channel ch{to_child[0], to_parent[1]};
+    child(base, ch);
+    // Let the parent's last packets be acknowledged before the node goes.
+    absl::SleepFor(absl::Milliseconds(100));
+    _exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  Channel ch{to_parent[0], to_child[1]};
+  parent(base, ch);
+  close(ch.wr);
+  // Reap the child, killing it if it does not finish in time.
+  int status = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  pid_t r = 0;
+  while ((r = waitpid(pid, &status, WNOHANG)) == 0 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  if (r == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "child hung and was killed";
+  }
+  close(ch.rd);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child failed (status " << status << "); see its output above";
+}
+
+// Exchanges Info: the parent writes first.
+bool Exchange(Channel& ch, const Info& mine, Info* peer, bool parent) {
+  if (parent) return ch.Write(&mine, sizeof(mine)) && ch.Read(peer, sizeof(*peer));
+  return ch.Read(peer, sizeof(*peer)) && ch.Write(&mine, sizeof(mine));
+}
+
+void Fill(uint8_t* p, size_t n, int seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(i * 13 + seed);
+}
+
+}  // namespace verbsim::sim
