@@ -163,6 +163,9 @@ class Qp : public VerbsObject {
   // not attached to.
   virtual absl::Status AttachMcast(const Gid& gid, uint16_t lid);
   virtual absl::Status DetachMcast(const Gid& gid, uint16_t lid);
+  // The QP's counters; EOPNOTSUPP from a provider that does not count per
+  // QP.
+  virtual absl::StatusOr<QpCounters> QueryCounters() const;
 };
 
 // struct ibv_pd.

@@ -23,6 +23,10 @@ absl::Status Qp::DetachMcast(const Gid&, uint16_t) {
                "ibv_detach_mcast is not supported by this provider");
 }
 
+absl::StatusOr<QpCounters> Qp::QueryCounters() const {
+  return Errno(EOPNOTSUPP, "this provider keeps no per-QP counters");
+}
+
 absl::StatusOr<std::unique_ptr<Mw>> Pd::AllocMw(MwType) {
   return Errno(EOPNOTSUPP, "ibv_alloc_mw is not supported by this provider");
 }

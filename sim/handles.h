@@ -17,21 +17,9 @@ namespace verbsim::sim {
 std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
                                         int node_index);
 
-// Counters of a sim QP that tests may read (null for a QP of another
-// provider).
-struct SimQpStats {
-  uint64_t packets_sent = 0;
-  uint64_t packets_received = 0;
-  uint64_t packets_dropped = 0;
-  uint64_t retransmissions = 0;  // WQEs sent again after a go-back
-  uint64_t timeouts = 0;         // local ACK timer expiries
-  uint64_t rnr_naks = 0;         // RNR NAKs received
-  uint64_t naks_received = 0;    // other NAKs received
-  uint64_t naks_sent = 0;        // NAKs of every kind sent
-  uint64_t no_recv_drops = 0;    // UD/UC messages dropped: no receive posted
-  uint64_t qkey_drops = 0;       // UD datagrams dropped: Q_Key mismatch
-  uint64_t msg_drops = 0;        // UC messages dropped (gap, rkey, access)
-};
+// Counters of a sim QP (false for a QP of another provider); the same as
+// Qp::QueryCounters.
+using SimQpStats = QpCounters;
 bool GetSimQpStats(const Qp* qp, SimQpStats* out);
 
 // The size of a sim SRQ (max_wr, max_sge, limit) even where the profile's

@@ -243,6 +243,9 @@ class SimQp : public Qp {
     (void)lid;  // RoCE: the LID is unused
     return absl::OkStatus();
   }
+  absl::StatusOr<QpCounters> QueryCounters() const override {
+    return Stats();
+  }
   void MarkCmConnected() {
     Lock lock(*fabric_);
     st_->cm_connected = true;

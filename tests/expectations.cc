@@ -177,10 +177,13 @@ Expectations ExpectationsFor(absl::string_view spec, absl::string_view device) {
     return e;
   }
   // rxe and siw have rows of their own, pinned down in the guest; other
-  // devices get what holds for every device behind rdma-core.
-  if (absl::StartsWith(device, "rxe")) return Rxe();
-  if (absl::StartsWith(device, "siw")) return Siw();
-  return Hardware(Ibta());
+  // devices get what holds for every device behind rdma-core. No device
+  // counts per QP.
+  Expectations e = absl::StartsWith(device, "rxe")   ? Rxe()
+                   : absl::StartsWith(device, "siw") ? Siw()
+                                                     : Hardware(Ibta());
+  e.counts_per_qp = false;
+  return e;
 }
 
 }  // namespace testing

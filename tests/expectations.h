@@ -118,6 +118,8 @@ struct Expectations {
   bool has_srq = true;
   bool has_mw = true;
   bool has_multicast = true;
+  // Qp::QueryCounters answers (a device counts per port, not per QP).
+  bool counts_per_qp = true;
   // A UD send larger than the path MTU: the requester's status (SUCCESS:
   // not sent, rxe_req.c citing C10-93.1.1; LOC_LEN_ERR: rdma-unit-test's
   // expectation of hardware). The receiver sees nothing either way.

@@ -13,7 +13,6 @@
 #include "core/verbs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/handles.h"
 #include "tests/fixture.h"
 #include "tests/matchers.h"
 
@@ -100,10 +99,12 @@ class UcFixture : public Base {
     ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(a_->cq.get()));
     ASSERT_THAT(swc, WcOk(wr_id, WcOpcode::kSend)) << swc;
   }
-  // The receiving QP's counters, where the provider keeps them (the sim
-  // does; a device does not expose them).
-  bool StatsB(sim::SimQpStats* st) const {
-    return sim::GetSimQpStats(qb_.get(), st);
+  // The receiving QP's counters, where the provider keeps them per QP
+  // (Expectations::counts_per_qp).
+  QpCounters CountersB() const {
+    absl::StatusOr<QpCounters> c = qb_->QueryCounters();
+    EXPECT_EQ(c.ok(), this->expect().counts_per_qp) << c.status();
+    return c.ok() ? *c : QpCounters{};
   }
 
   std::unique_ptr<Side> a_, b_;
@@ -187,8 +188,7 @@ TEST_P(UcTest, BadRkeyWriteIsDroppedSilently) {
   EXPECT_EQ(bbuf_.Bytes(0, 256), std::vector<uint8_t>(256, 0));
   EXPECT_EQ(qa_->state(), QpState::kRts);
   EXPECT_EQ(qb_->state(), QpState::kRts);
-  sim::SimQpStats st;
-  if (StatsB(&st)) EXPECT_EQ(st.msg_drops, 1u);
+  if (expect().counts_per_qp) EXPECT_EQ(CountersB().msg_drops, 1u);
   ASSERT_OK(WriteA(2, 256));
   ASSERT_OK_AND_ASSIGN(WorkCompletion swc2, Await(a_->cq.get()));
   EXPECT_THAT(swc2, WcOk(2u, WcOpcode::kRdmaWrite)) << swc2;
@@ -280,8 +280,8 @@ TEST_P(UcTest, NoReceivePostedDropsTheSend) {
   EXPECT_THAT(Drain(b_->cq.get()), IsEmpty());
   EXPECT_EQ(qb_->state(), QpState::kRts);
   EXPECT_EQ(qa_->state(), QpState::kRts);
-  sim::SimQpStats st;
-  if (StatsB(&st)) {
+  if (expect().counts_per_qp) {
+    const QpCounters st = CountersB();
     EXPECT_EQ(st.no_recv_drops, 1u);
     EXPECT_EQ(st.naks_sent, 0u);
   }

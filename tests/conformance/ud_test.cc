@@ -12,7 +12,6 @@
 #include "core/verbs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/handles.h"
 #include "tests/fixture.h"
 #include "tests/matchers.h"
 
@@ -73,10 +72,12 @@ class UdFixture : public Base {
     wr.ud.remote_qkey = qkey;
     return qa_->PostSend(wr);
   }
-  // The receiving QP's drop counters, where the provider keeps them (the
-  // sim does; a device does not expose them).
-  bool StatsB(sim::SimQpStats* st) const {
-    return sim::GetSimQpStats(qb_.get(), st);
+  // The receiving QP's counters, where the provider keeps them per QP
+  // (Expectations::counts_per_qp).
+  QpCounters CountersB() const {
+    absl::StatusOr<QpCounters> c = qb_->QueryCounters();
+    EXPECT_EQ(c.ok(), this->expect().counts_per_qp) << c.status();
+    return c.ok() ? *c : QpCounters{};
   }
 
   std::unique_ptr<Side> a_, b_;
@@ -150,8 +151,7 @@ TEST_P(UdTest, QkeyMismatchIsDroppedSilently) {
   ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(a_->cq.get()));
   EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend));
   EXPECT_THAT(Drain(b_->cq.get()), IsEmpty());
-  sim::SimQpStats st;
-  if (StatsB(&st)) EXPECT_EQ(st.qkey_drops, 1u);
+  if (expect().counts_per_qp) EXPECT_EQ(CountersB().qkey_drops, 1u);
   // The receive is still there for the next datagram with the right key.
   ASSERT_OK(SendA(3, 8, qb_->qp_num()));
   ASSERT_OK_AND_ASSIGN(WorkCompletion rwc, Await(b_->cq.get()));
@@ -179,8 +179,7 @@ TEST_P(UdTest, NoReceivePostedDropsTheDatagram) {
   ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(a_->cq.get()));
   EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend));
   EXPECT_THAT(Drain(b_->cq.get()), IsEmpty());
-  sim::SimQpStats st;
-  if (StatsB(&st)) EXPECT_EQ(st.no_recv_drops, 1u);
+  if (expect().counts_per_qp) EXPECT_EQ(CountersB().no_recv_drops, 1u);
   EXPECT_EQ(qb_->state(), QpState::kRts);
   ASSERT_OK(PostRecvB(1, kGrh + 8));
   ASSERT_OK(SendA(3, 8, qb_->qp_num()));
