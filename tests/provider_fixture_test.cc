@@ -5,7 +5,6 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/handles.h"
 #include "tests/matchers.h"
 #include "tests/provider_fixture.h"
 
@@ -42,9 +41,13 @@ TEST_F(ProviderFixtureTest, AFaultRuleOnTheSimMakesARetransmission) {
   absl::StatusOr<WorkCompletion> wc = client().GetSendComp(absl::Seconds(5));
   ASSERT_THAT(wc, IsOk());
   EXPECT_THAT(*wc, WcStatusIs(WcStatus::kSuccess));
-  sim::SimQpStats stats;
-  ASSERT_TRUE(sim::GetSimQpStats(client().qp(), &stats));
-  EXPECT_GE(stats.retransmissions, 1u);
+  // The sim counts per QP (Qp::QueryCounters): one request dropped, sent
+  // again, and no NAK.
+  absl::StatusOr<QpCounters> counters = client().qp()->QueryCounters();
+  ASSERT_THAT(counters, IsOk());
+  EXPECT_GE(counters->retransmissions, 1u);
+  EXPECT_GE(counters->packets_sent, 2u);
+  EXPECT_EQ(counters->naks_received, 0u);
 }
 
 }  // namespace

@@ -188,33 +188,6 @@ TEST_P(SendRecvTest, SendWithImmediateDeliversImmAndFlag) {
   EXPECT_EQ(p->sbuf.Bytes(0, 300), p->cbuf.Bytes(0, 300));
 }
 
-// Qp::QueryCounters: a provider that counts per QP (the sim) counts the
-// request packet of one send on each side; a device counts per port only
-// and says EOPNOTSUPP.
-TEST_P(SendRecvTest, QpCountersCountOneSendsPacketOnEachSide) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
-  ASSERT_OK(p->server().PostRecv(1, p->sbuf.data(), 64, p->smr.get()));
-  ASSERT_OK(p->client().PostSend(2, p->cbuf.data(), 8, p->cmr.get(),
-                                 kSendSignaled));
-  ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(p->client().send_cq()));
-  EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend)) << swc;
-  ASSERT_OK_AND_ASSIGN(WorkCompletion rwc, Await(p->server().recv_cq()));
-  EXPECT_THAT(rwc, WcOk(1u, WcOpcode::kRecv)) << rwc;
-  absl::StatusOr<QpCounters> client = p->client().qp()->QueryCounters();
-  absl::StatusOr<QpCounters> server = p->server().qp()->QueryCounters();
-  if (!expect().counts_per_qp) {
-    EXPECT_THAT(client, HasErrno(EOPNOTSUPP));
-    EXPECT_THAT(server, HasErrno(EOPNOTSUPP));
-    return;
-  }
-  ASSERT_OK(client);
-  ASSERT_OK(server);
-  EXPECT_EQ(client->packets_sent, 1u);
-  EXPECT_EQ(server->packets_received, 1u);
-  EXPECT_EQ(client->naks_received + server->naks_sent, 0u);
-  EXPECT_EQ(client->retransmissions, 0u);
-}
-
 TEST_P(SendRecvTest, WrIdsRoundTripUnchanged) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
   const uint64_t ids[] = {0, 1, 0xffffffffffffffffull, 0x8000000000000001ull,
