@@ -1,5 +1,7 @@
 // Internal to the "hw" provider: the verbs objects of core/verbs.h over
-// libibverbs, and what the rdma_cm code (hw/cm.cc) needs from them.
+// libibverbs (declared in hw/objects.h, which says where each lives), as the
+// provider (hw/provider.cc) and the rdma_cm code (hw/cm.cc, hw/cm_address.cc)
+// reach them.
 //
 // Every object keeps the ibverbs objects it depends on alive through
 // shared_ptrs, so dropping a handle (say a Pd) while another object (an Mr)

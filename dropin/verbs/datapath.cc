@@ -41,7 +41,7 @@ int PollCq(ibv_cq* cq, int num, ibv_wc* wc) {
     ErrnoFrom(n.status(), "ibv_poll_cq");
     return -1;  // ibv_poll_cq(3): a negative value on failure
   }
-  for (int i = 0; i < *n; ++i) FillWc(out[i], &wc[i]);
+  for (int i = 0; i < *n; ++i) WcToIbv(out[i], &wc[i]);
   return *n;
 }
 

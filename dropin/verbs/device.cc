@@ -297,7 +297,7 @@ int ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
     ErrnoFrom(g.status(), "ibv_query_gid");
     return -1;
   }
-  std::memcpy(gid->raw, g->data(), 16);
+  GidToIbv(*g, gid);
   return 0;
 }
 
@@ -310,7 +310,7 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num,
   // An empty entry of the table (rdma-core's ibv_query_gid_ex: ENODATA).
   if (gid_index != 0 && *g == Gid{}) return ENODATA;
   std::memset(entry, 0, sizeof(*entry));
-  std::memcpy(entry->gid.raw, g->data(), 16);
+  GidToIbv(*g, &entry->gid);
   entry->gid_index = gid_index;
   entry->port_num = port_num;
   entry->gid_type = IBV_GID_TYPE_ROCE_V2;

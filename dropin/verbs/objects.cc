@@ -22,24 +22,6 @@ void Erase(std::mutex& mu, std::vector<T*>& v, T* x) {
   v.erase(std::remove(v.begin(), v.end(), x), v.end());
 }
 
-QpCap ToCap(const ibv_qp_cap& in) {
-  QpCap cap;
-  cap.max_send_wr = in.max_send_wr;
-  cap.max_recv_wr = in.max_recv_wr;
-  cap.max_send_sge = in.max_send_sge;
-  cap.max_recv_sge = in.max_recv_sge;
-  cap.max_inline_data = in.max_inline_data;
-  return cap;
-}
-
-void FromCap(const QpCap& in, ibv_qp_cap* out) {
-  out->max_send_wr = in.max_send_wr;
-  out->max_recv_wr = in.max_recv_wr;
-  out->max_send_sge = in.max_send_sge;
-  out->max_recv_sge = in.max_recv_sge;
-  out->max_inline_data = in.max_inline_data;
-}
-
 // Access that lets the device write the pages (the kernel's
 // ib_access_writable).
 bool Writable(int access) {
@@ -75,7 +57,7 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
   attr.send_cq = WrapOf<CqWrap>(in->send_cq)->impl.get();
   attr.recv_cq = WrapOf<CqWrap>(in->recv_cq)->impl.get();
   attr.srq = in->srq ? WrapOf<SrqWrap>(in->srq)->impl.get() : nullptr;
-  attr.cap = ToCap(in->cap);
+  attr.cap = QpCapFromIbv(in->cap);
   attr.qp_type = static_cast<QpType>(qp_type);
   attr.sq_sig_all = in->sq_sig_all != 0;
   absl::StatusOr<std::unique_ptr<Qp>> qp =
@@ -101,7 +83,7 @@ ibv_qp* CreateQp(ibv_pd* pd, ibv_qp_init_attr* in) {
   pthread_mutex_init(&q.mutex, nullptr);
   pthread_cond_init(&q.cond, nullptr);
   // ibv_create_qp(3): the caps the QP got are returned in the init attr.
-  FromCap(w->impl->init_attr().cap, &in->cap);
+  QpCapToIbv(w->impl->init_attr().cap, &in->cap);
   absl::StatusOr<QpAttr> held = w->impl->Query();
   w->held = held.ok() ? held->cap : w->impl->init_attr().cap;
   Ctx* ctx = CtxOf(pd->context);
@@ -390,26 +372,7 @@ int ibv_destroy_qp(ibv_qp* qp) {
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* in, int mask) {
   ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
   if (use.error()) return use.error();
-  QpAttr attr;
-  attr.qp_state = static_cast<QpState>(RawEnum(in->qp_state));
-  attr.cur_qp_state = static_cast<QpState>(RawEnum(in->cur_qp_state));
-  attr.path_mtu = static_cast<Mtu>(RawEnum(in->path_mtu));
-  attr.qkey = in->qkey;
-  attr.rq_psn = in->rq_psn;
-  attr.sq_psn = in->sq_psn;
-  attr.dest_qp_num = in->dest_qp_num;
-  attr.qp_access_flags = in->qp_access_flags;
-  attr.cap = ToCap(in->cap);
-  attr.ah_attr = ToAhAttr(in->ah_attr);
-  attr.pkey_index = in->pkey_index;
-  attr.en_sqd_async_notify = in->en_sqd_async_notify != 0;
-  attr.max_rd_atomic = in->max_rd_atomic;
-  attr.max_dest_rd_atomic = in->max_dest_rd_atomic;
-  attr.min_rnr_timer = in->min_rnr_timer;
-  attr.port_num = in->port_num;
-  attr.timeout = in->timeout;
-  attr.retry_cnt = in->retry_cnt;
-  attr.rnr_retry = in->rnr_retry;
+  const QpAttr attr = QpAttrFromIbv(*in);
   absl::Status s = WrapOf<QpWrap>(qp)->impl->Modify(attr, mask);
   if (!s.ok()) return ErrnoFrom(s, "ibv_modify_qp");
   if (mask & IBV_QP_STATE) qp->state = in->qp_state;
@@ -424,34 +387,14 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* out, int mask,
   auto* w = WrapOf<QpWrap>(qp);
   absl::StatusOr<QpAttr> a = w->impl->Query();
   if (!a.ok()) return ErrnoFrom(a.status(), "ibv_query_qp");
-  std::memset(out, 0, sizeof(*out));
-  out->qp_state = static_cast<ibv_qp_state>(a->qp_state);
-  out->cur_qp_state = static_cast<ibv_qp_state>(a->cur_qp_state);
-  out->path_mtu = static_cast<ibv_mtu>(a->path_mtu);
-  out->qkey = a->qkey;
-  out->rq_psn = a->rq_psn;
-  out->sq_psn = a->sq_psn;
-  out->dest_qp_num = a->dest_qp_num;
-  out->qp_access_flags = a->qp_access_flags;
-  FromCap(a->cap, &out->cap);
-  FromAhAttr(a->ah_attr, &out->ah_attr);
-  out->pkey_index = a->pkey_index;
-  out->en_sqd_async_notify = a->en_sqd_async_notify;
-  out->sq_draining = a->sq_draining;
-  out->max_rd_atomic = a->max_rd_atomic;
-  out->max_dest_rd_atomic = a->max_dest_rd_atomic;
-  out->min_rnr_timer = a->min_rnr_timer;
-  out->port_num = a->port_num;
-  out->timeout = a->timeout;
-  out->retry_cnt = a->retry_cnt;
-  out->rnr_retry = a->rnr_retry;
+  QpAttrToIbv(*a, out);
   if (init != nullptr) {
     std::memset(init, 0, sizeof(*init));
     init->qp_context = qp->qp_context;
     init->send_cq = qp->send_cq;
     init->recv_cq = qp->recv_cq;
     init->srq = qp->srq;
-    FromCap(a->cap, &init->cap);  // the kernel answers both from one cap
+    QpCapToIbv(a->cap, &init->cap);  // the kernel answers both from one cap
     init->qp_type = qp->qp_type;
     init->sq_sig_all = w->impl->init_attr().sq_sig_all;
   }
@@ -463,7 +406,7 @@ ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   ObjectUse use = UseObject(pd, ObjectKind::kPd, &pd->handle);
   if (use.error()) return nullptr;
   absl::StatusOr<std::unique_ptr<Ah>> ah =
-      WrapOf<PdWrap>(pd)->impl->CreateAh(ToAhAttr(*attr));
+      WrapOf<PdWrap>(pd)->impl->CreateAh(AhAttrFromIbv(*attr));
   if (!ah.ok()) {
     ErrnoFrom(ah.status(), "ibv_create_ah");
     return nullptr;
@@ -493,12 +436,8 @@ int ibv_destroy_ah(ibv_ah* ah) {
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
   ObjectUse use = UseObject(pd, ObjectKind::kPd, &pd->handle);
   if (use.error()) return nullptr;
-  SrqAttr attr;
-  attr.max_wr = in->attr.max_wr;
-  attr.max_sge = in->attr.max_sge;
-  attr.srq_limit = in->attr.srq_limit;
   absl::StatusOr<std::unique_ptr<Srq>> srq =
-      WrapOf<PdWrap>(pd)->impl->CreateSrq(attr);
+      WrapOf<PdWrap>(pd)->impl->CreateSrq(SrqAttrFromIbv(in->attr));
   if (!srq.ok()) {
     ErrnoFrom(srq.status(), "ibv_create_srq");
     return nullptr;
@@ -520,11 +459,8 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* in) {
 int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* in, int mask) {
   ObjectUse use = UseObject(srq, ObjectKind::kSrq, &srq->handle);
   if (use.error()) return use.error();
-  SrqAttr attr;
-  attr.max_wr = in->max_wr;
-  attr.max_sge = in->max_sge;
-  attr.srq_limit = in->srq_limit;
-  absl::Status s = WrapOf<SrqWrap>(srq)->impl->Modify(attr, mask);
+  absl::Status s =
+      WrapOf<SrqWrap>(srq)->impl->Modify(SrqAttrFromIbv(*in), mask);
   return s.ok() ? 0 : ErrnoFrom(s, "ibv_modify_srq");
 }
 
@@ -539,9 +475,7 @@ int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* out) {
   if (use.error()) return use.error();
   absl::StatusOr<SrqAttr> a = WrapOf<SrqWrap>(srq)->impl->Query();
   if (!a.ok()) return ErrnoFrom(a.status(), "ibv_query_srq");
-  out->max_wr = a->max_wr;
-  out->max_sge = a->max_sge;
-  out->srq_limit = a->srq_limit;
+  SrqAttrToIbv(*a, out);
   return 0;
 }
 
@@ -564,18 +498,16 @@ int ibv_destroy_srq(ibv_srq* srq) {
 int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
   ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
   if (use.error()) return use.error();
-  Gid g;
-  std::memcpy(g.data(), gid->raw, 16);
-  absl::Status s = WrapOf<QpWrap>(qp)->impl->AttachMcast(g, lid);
+  absl::Status s =
+      WrapOf<QpWrap>(qp)->impl->AttachMcast(GidFromIbv(*gid), lid);
   return s.ok() ? 0 : ErrnoFrom(s, "ibv_attach_mcast");
 }
 
 int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
   ObjectUse use = UseObject(qp, ObjectKind::kQp, &qp->handle);
   if (use.error()) return use.error();
-  Gid g;
-  std::memcpy(g.data(), gid->raw, 16);
-  absl::Status s = WrapOf<QpWrap>(qp)->impl->DetachMcast(g, lid);
+  absl::Status s =
+      WrapOf<QpWrap>(qp)->impl->DetachMcast(GidFromIbv(*gid), lid);
   return s.ok() ? 0 : ErrnoFrom(s, "ibv_detach_mcast");
 }
 

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "core/provider.h"
 #include "core/verbs.h"
+#include "hw/ibv_convert.h"
 #include "sim/profile.h"
 
 namespace verbsim::dropin {
@@ -226,26 +227,15 @@ Wrap* WrapOf(T* object) {
   return reinterpret_cast<Wrap*>(object);
 }
 
-// The value of an enum field a program filled in, read as its bytes: a
-// program may store any number there (a bad opcode, say), and loading an
-// out-of-range value as the enum type is undefined (UBSan flags it). The sim
-// then rejects the number with EINVAL.
-template <typename E>
-int RawEnum(const E& field) {
-  static_assert(sizeof(E) == sizeof(int), "ibverbs enums are int-sized");
-  int value;
-  std::memcpy(&value, &field, sizeof(value));
-  return value;
-}
-
-// Conversions (convert.cc).
+// Conversions. The ibverbs structs convert to and from the sim's values with
+// hw/ibv_convert.h, which the hw provider shares; an enum field a program
+// filled in is read with its RawEnum, so that the sim rejects an
+// out-of-range number with EINVAL. convert.cc adds what only the drop-in
+// answers: the identity of a sim device and its link.
 void FillDeviceAttr(const DeviceAttr& in, const ibv_device& dev, int index,
                     ibv_device_attr* out);
 uint64_t NodeGuid(int index);  // network order, as ibv_get_device_guid
 void FillPortAttr(const PortAttr& in, ibv_port_attr* out);
-AhAttr ToAhAttr(const ibv_ah_attr& in);
-void FromAhAttr(const AhAttr& in, ibv_ah_attr* out);
-void FillWc(const WorkCompletion& in, ibv_wc* out);
 
 // ibv_create_cq_ex / ibv_wr_* (extended.cc).
 void InitCqEx(CqWrap* w);
