@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/environment.h"
 #include "core/names.h"
 #include "sim/sim_provider.h"
 
@@ -33,11 +34,13 @@ std::string BenchProviderSpec() { return ProviderSpecFromEnv(); }
 
 benchmark::internal::Benchmark* Configure(benchmark::internal::Benchmark* b) {
   b->UseRealTime();
-  const char* env = std::getenv("VERBSIM_BENCH_ITERATIONS");
-  int64_t iterations = 0;
-  if (env != nullptr && absl::SimpleAtoi(env, &iterations) && iterations > 0) {
-    b->Iterations(iterations);
+  const env::Number<int64_t> iterations =
+      env::GetNumber<int64_t>(env::kBenchIterations, 1, INT64_MAX);
+  if (!iterations.ok()) {
+    std::fprintf(stderr, "%s\n", iterations.error.c_str());
+    std::exit(2);
   }
+  if (iterations.value) b->Iterations(*iterations.value);
   return b;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "core/environment.h"
 #include "core/errors.h"
 
 namespace verbsim {
@@ -59,9 +60,7 @@ absl::StatusOr<std::unique_ptr<Provider>> OpenProvider(absl::string_view spec) {
 }
 
 std::string ProviderSpecFromEnv() {
-  const char* spec = std::getenv("VERBSIM_PROVIDER");
-  if (spec == nullptr || *spec == '\0') return "sim";
-  return spec;
+  return env::Get(env::kProvider).value_or("sim");
 }
 
 absl::StatusOr<EndpointPair> CreateConnectedPair(Provider& provider,

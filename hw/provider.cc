@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/environment.h"
 #include "core/errors.h"
 #include "hw/cm.h"
 #include "hw/verbs.h"
@@ -70,14 +71,15 @@ class HwProvider final : public Provider {
   }
 
   absl::StatusOr<std::string> LoopbackAddress() override {
-    const char* env = std::getenv("VERBSIM_HW_ADDRESS");
+    const std::optional<std::string> env = env::Get(env::kHwAddress);
     absl::StatusOr<SockAddr> addr;
-    if (env != nullptr && *env != '\0') {
-      addr = ParseAddress(env, /*port_optional=*/true);
+    if (env) {
+      addr = ParseAddress(*env, /*port_optional=*/true);
       if (!addr.ok()) {
-        return Errno(EINVAL, "VERBSIM_HW_ADDRESS: %s", addr.status().message());
+        return Errno(EINVAL, "%s: %s", env::kHwAddress,
+                     addr.status().message());
       }
-      if (addr->port() != 0) return std::string(env);
+      if (addr->port() != 0) return *env;
     } else {
       absl::StatusOr<std::string> device = DefaultDevice();
       if (!device.ok()) return device.status();

@@ -27,9 +27,6 @@ namespace verbsim::sim {
 // 127.0.1.1, host byte order.
 inline constexpr uint32_t kDefaultAddressBase = 0x7f000101u;
 
-// The environment variable that moves the base (docs/drop-in.md).
-inline constexpr char kAddressBaseEnv[] = "VERBSIM_ADDR_BASE";
-
 // "a.b.c.d" (decimal, four parts, each 0..255) in host byte order; anything
 // else is INVALID_ARGUMENT naming the text (callers add the errno and what
 // the text was for).

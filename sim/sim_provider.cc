@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/environment.h"
 #include "core/errors.h"
 #include "sim/handles.h"
 
@@ -166,20 +167,19 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   FabricOptions fo;
   // VERBSIM_SEED and VERBSIM_FAULTS reach a test binary without recompiling;
   // a seed= option in the spec wins over the environment.
-  if (const char* seed = std::getenv("VERBSIM_SEED"); seed && *seed) {
-    if (!absl::SimpleAtoi(seed, &fo.seed)) {
-      return Errno(EINVAL, "VERBSIM_SEED='%s' is not a number", seed);
-    }
-  }
-  if (const char* faults = std::getenv("VERBSIM_FAULTS"); faults && *faults) {
-    fo.faults = faults;
+  const env::Number<uint64_t> seed =
+      env::GetNumber<uint64_t>(env::kSeed, 0, UINT64_MAX);
+  if (!seed.ok()) return Errno(EINVAL, "%s", seed.error);
+  if (seed.value) fo.seed = *seed.value;
+  if (std::optional<std::string> faults = env::Get(env::kFaults)) {
+    fo.faults = *faults;
   }
   // VERBSIM_ADDR_BASE moves the nodes' addresses (sim/addresses.h); an
   // addr_base= option in the spec wins over it.
-  if (const char* base = std::getenv(kAddressBaseEnv); base && *base) {
-    absl::StatusOr<uint32_t> ip = ParseIpv4(base);
+  if (std::optional<std::string> base = env::Get(env::kAddressBase)) {
+    absl::StatusOr<uint32_t> ip = ParseIpv4(*base);
     if (!ip.ok()) {
-      return Errno(EINVAL, "%s: %s", kAddressBaseEnv, ip.status().message());
+      return Errno(EINVAL, "%s: %s", env::kAddressBase, ip.status().message());
     }
     fo.address_base = *ip;
   }
@@ -188,8 +188,8 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   // spec, so that an unmodified program can run on one node of a fabric
   // spread over processes (docs/udp-transport.md).
   std::string all_options(options);
-  if (const char* udp = std::getenv("VERBSIM_UDP"); udp && *udp) {
-    absl::StrAppend(&all_options, ",", udp);
+  if (std::optional<std::string> udp = env::Get(env::kUdp)) {
+    absl::StrAppend(&all_options, ",", *udp);
   }
   for (absl::string_view part :
        absl::StrSplit(all_options, ',', absl::SkipEmpty())) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/environment.h"
 #include "core/errors.h"
 #include "core/names.h"
 #include "tests/observed.h"
@@ -17,8 +18,9 @@ namespace verbsim {
 namespace testing {
 
 std::vector<std::string> ProviderSpecs() {
-  const char* env = std::getenv("VERBSIM_PROVIDER");
-  if (env != nullptr && *env != '\0') return {env};
+  if (std::optional<std::string> spec = env::Get(env::kProvider)) {
+    return {*spec};
+  }
   // The sim with its default (ibta) profile and with the rxe profile, which
   // reproduces kernel 6.1 rxe's deviations; then real devices.
   return {"sim", "sim:rxe", "sim:siw", "hw"};

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/environment.h"
 #include "dropin/rdmacm/cm.h"
 
 namespace verbsim::rdmacm {
@@ -29,10 +30,7 @@ int Fail(int err) {
 }
 
 bool Debug() {
-  static const bool debug = [] {
-    const char* v = std::getenv("VERBSIM_DEBUG");
-    return v != nullptr && *v != '\0';
-  }();
+  static const bool debug = env::IsOn(env::kDebug);
   return debug;
 }
 
@@ -41,8 +39,8 @@ namespace {
 // The CM sockets' namespace: the UDP base port from VERBSIM_UDP, shared by
 // the processes of one fabric; else this process alone.
 std::string NamespaceFromEnv() {
-  if (const char* v = std::getenv("VERBSIM_UDP"); v != nullptr) {
-    std::stringstream options(v);
+  if (std::optional<std::string> v = env::Get(env::kUdp)) {
+    std::stringstream options(*v);
     std::string item;
     while (std::getline(options, item, ',')) {
       if (item.rfind("udp=", 0) == 0) return "udp" + item.substr(4);

@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/environment.h"
 #include "core/errors.h"
 #include "dropin/verbs/state.h"
 #include "sim/handles.h"
@@ -44,7 +45,7 @@ int Unsupported(const char* function) {
 int ErrnoFrom(const absl::Status& status, const char* function) {
   int err = ErrnoOf(status);
   if (err == 0) err = EINVAL;
-  if (const char* debug = std::getenv("VERBSIM_DEBUG"); debug && *debug) {
+  if (env::IsOn(env::kDebug)) {
     Warn(absl::StrCat(function, ": ", status.message()));
   }
   errno = err;
@@ -58,22 +59,14 @@ Provider* provider = nullptr;
 
 // The provider spec from the environment, or an error naming the variable.
 absl::StatusOr<std::string> SpecFromEnv() {
-  int nodes = 2;
-  if (const char* v = std::getenv("VERBSIM_NODES"); v && *v) {
-    if (!absl::SimpleAtoi(v, &nodes) || nodes < 1 || nodes > 64) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("VERBSIM_NODES='", v, "' is not a number in 1..64"));
-    }
+  const env::Number<int> nodes = env::GetNumber(env::kNodes, 1, 64);
+  if (!nodes.ok()) return absl::InvalidArgumentError(nodes.error);
+  const std::string profile = env::Get(env::kProfile).value_or("ibta");
+  if (profile.find_first_of(",=:") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        env::kProfile, "='", profile, "' is not a profile name"));
   }
-  std::string profile = "ibta";
-  if (const char* v = std::getenv("VERBSIM_PROFILE"); v && *v) {
-    profile = v;
-    if (profile.find_first_of(",=:") != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("VERBSIM_PROFILE='", v, "' is not a profile name"));
-    }
-  }
-  return absl::StrCat("sim:", profile, ",nodes=", nodes);
+  return absl::StrCat("sim:", profile, ",nodes=", nodes.value.value_or(2));
 }
 
 void Init() {
@@ -85,16 +78,17 @@ void Init() {
   }
   absl::StatusOr<std::unique_ptr<Provider>> opened = OpenProvider(*spec);
   if (!opened.ok()) {
-    const char* profile = std::getenv("VERBSIM_PROFILE");
+    const std::optional<std::string> profile = env::Get(env::kProfile);
     Warn(absl::StrCat("cannot make the sim fabric",
-                      profile ? absl::StrCat(" (VERBSIM_PROFILE='", profile, "')")
+                      profile ? absl::StrCat(" (", env::kProfile, "='",
+                                             *profile, "')")
                               : "",
                       ": ", opened.status().message(), "; no devices"));
     return;
   }
   // VERBSIM_KEEP=1: the trace and the packets are kept from the start, for
   // verbsim_write_trace and verbsim_write_pcap (dropin/control).
-  if (const char* keep = std::getenv("VERBSIM_KEEP"); keep && *keep == '1') {
+  if (env::IsOn(env::kKeep)) {
     if (auto* sim = dynamic_cast<sim::SimProvider*>(opened->get())) {
       sim->fabric().KeepTrace(true);
       sim->fabric().KeepPackets(true);

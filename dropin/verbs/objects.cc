@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/environment.h"
 #include "core/errors.h"
 #include "dropin/verbs/state.h"
 
@@ -288,7 +289,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
   // The kernel takes the vector as unsigned and refuses any at or past the
   // device's count (uverbs create_cq: comp_vector >= num_comp_vectors).
   if (comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
-    if (const char* debug = std::getenv("VERBSIM_DEBUG"); debug && *debug) {
+    if (env::IsOn(env::kDebug)) {
       Warn("ibv_create_cq: comp_vector " + std::to_string(comp_vector) +
            " is not in 0.." + std::to_string(context->num_comp_vectors - 1));
     }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/environment.h"
 #include "gtest/gtest.h"
 
 namespace verbsim::sim::testing {
@@ -24,13 +25,13 @@ std::string ReplayCommand(uint64_t seed) {
 
 void ForEachSeed(int count, const std::function<void(uint64_t seed)>& body,
                  uint64_t first) {
-  uint64_t only = 0;
-  if (const char* env = std::getenv("VERBSIM_SEED"); env && *env) {
-    if (!absl::SimpleAtoi(env, &only)) {
-      ADD_FAILURE() << "VERBSIM_SEED='" << env << "' is not a number";
-      return;
-    }
+  const env::Number<uint64_t> seed =
+      env::GetNumber<uint64_t>(env::kSeed, 0, UINT64_MAX);
+  if (!seed.ok()) {
+    ADD_FAILURE() << seed.error;
+    return;
   }
+  const uint64_t only = seed.value.value_or(0);
   const uint64_t begin = only != 0 ? only : first;
   const uint64_t end = only != 0 ? only + 1 : first + count;
   for (uint64_t seed = begin; seed < end; ++seed) {

@@ -2,6 +2,7 @@
 // default and whatever the base, a base that leaves that range refused
 // wherever it comes from (spec option, environment, FabricOptions), and
 // nothing opens on a fabric with refused addresses.
+#include "core/environment.h"
 #include "sim/addresses.h"
 
 #include <cstdlib>
@@ -103,14 +104,14 @@ TEST(Addresses, NonLoopbackSpecOptionIsRefused) {
 }
 
 TEST(Addresses, EnvironmentMovesTheBaseAndTheSpecWins) {
-  setenv(kAddressBaseEnv, "127.3.0.1", 1);
+  setenv(env::kAddressBase, "127.3.0.1", 1);
   auto from_env = OpenProvider("sim");
   auto spec_wins = OpenProvider("sim:addr_base=127.4.0.1");
-  setenv(kAddressBaseEnv, "8.8.8.8", 1);
+  setenv(env::kAddressBase, "8.8.8.8", 1);
   auto refused = OpenProvider("sim");
-  setenv(kAddressBaseEnv, "not-an-address", 1);
+  setenv(env::kAddressBase, "not-an-address", 1);
   auto garbled = OpenProvider("sim");
-  unsetenv(kAddressBaseEnv);
+  unsetenv(env::kAddressBase);
   ASSERT_TRUE(from_env.ok()) << from_env.status();
   ASSERT_TRUE(spec_wins.ok()) << spec_wins.status();
   auto gid = (*(*from_env)->Open("sim0"))->QueryGid(1, 0);
