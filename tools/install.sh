@@ -45,13 +45,13 @@ done
 
 version="$(cat VERSION 2>/dev/null || true)"
 version="${version:-0.1.0}"
-targets=(//:libverbsim.so.0 //core //sim //hw //tests:testing //tools:verbsim
+targets=(//:libverbsim.so.0 //core //sim:model //sim //hw //tests:testing //tools:verbsim
          //dropin/verbs:libibverbs.so.1 //dropin/rdmacm:librdmacm.so.1)
 if [[ ${build} == 1 ]]; then
   bazel build "${targets[@]}" >&2
 fi
 bin="$(bazel info bazel-bin 2>/dev/null)"
-for f in libverbsim.so.0 core/libcore.a sim/libsim.lo hw/libhw.lo \
+for f in libverbsim.so.0 core/libcore.a sim/libmodel.a sim/libsim.lo hw/libhw.lo \
          tests/libtesting.lo tools/verbsim \
          dropin/verbs/libibverbs.so.1 dropin/rdmacm/librdmacm.so.1; do
   [[ -f "${bin}/${f}" ]] || { echo "install.sh: ${bin}/${f} is missing: build first" >&2; exit 1; }
@@ -68,16 +68,18 @@ ln -sf libverbsim.so.0 "${root}/lib/libverbsim.so"
 install -m 755 "${bin}/dropin/verbs/libibverbs.so.1" \
   "${bin}/dropin/rdmacm/librdmacm.so.1" "${root}/lib/verbsim/"
 
-# One static archive from the three libraries' objects.
+# One static archive from the libraries' objects.
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
-# The members are renamed <library>_<object> (core and hw both have a
-# provider.o).
-for a in core/libcore.a sim/libsim.lo hw/libhw.lo; do
+# The members are renamed <package>_<object> (core and hw both have a
+# provider.o); the sim's two archives share the prefix.
+for a in core/libcore.a sim/libmodel.a sim/libsim.lo hw/libhw.lo; do
   lib="$(dirname "${a}")"
   mkdir -p "${work}/${lib}"
   (cd "${work}/${lib}" && ar x "${bin}/${a}" &&
-   for o in *.o; do mv "${o}" "${lib}_${o}"; done)
+   for o in *.o; do
+     [[ "${o}" == "${lib}_"* ]] || mv "${o}" "${lib}_${o}"
+   done)
 done
 rm -f "${root}/lib/libverbsim.a"
 ar qcs "${root}/lib/libverbsim.a" "${work}"/*/*.o
