@@ -19,6 +19,23 @@ bool RkeyGrants(const QpCore& qp, uint32_t rkey, uint64_t va, uint64_t len,
                      len, rights, nullptr, qp.qpn) == AccessResult::kOk;
 }
 
+WriteCheck CheckWritePacket(QpCore& qp, const Packet& p) {
+  if (IsFirstOrOnly(p.opcode)) {
+    if (!QpGrants(qp, kAccessRemoteWrite)) return WriteCheck::kQpDenies;
+    if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
+      return WriteCheck::kRkeyDenies;
+    }
+    qp.in_write = true;
+    qp.write_va = p.va;
+    qp.write_left = p.dma_len;
+    qp.write_len = p.dma_len;
+  }
+  if (p.payload.size() > qp.write_left) {
+    return WriteCheck::kLongerThanRequested;
+  }
+  return WriteCheck::kOk;
+}
+
 uint32_t ReadSourceRights(const QpCore& qp) {
   return qp.node->fabric->profile().iwarp.read_needs_remote_read
              ? kAccessRemoteRead

@@ -24,6 +24,13 @@ bool QpGrants(const QpCore& qp, uint32_t right);
 bool RkeyGrants(const QpCore& qp, uint32_t rkey, uint64_t va, uint64_t len,
                 uint32_t rights);
 
+// The checks of one RDMA write packet, RC or UC. A FIRST or ONLY packet
+// needs the QP's REMOTE_WRITE and the rkey over the whole write (its RETH),
+// and then sets the QP's write target (in_write, write_va, write_left,
+// write_len); every packet's payload must fit in what the RETH announced.
+enum class WriteCheck { kOk, kQpDenies, kRkeyDenies, kLongerThanRequested };
+WriteCheck CheckWritePacket(QpCore& qp, const Packet& p);
+
 // The rights an RDMA READ's source region must have: REMOTE_READ, or none
 // where the profile says so (siw checks a READ's source with no permission
 // bits: IwarpRules::read_needs_remote_read).

@@ -124,25 +124,20 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
     SendRnrNak(qp, p.psn);
     return;
   }
-  if (IsFirstOrOnly(p.opcode)) {
-    if (!QpGrants(qp, kAccessRemoteWrite)) {
+  switch (CheckWritePacket(qp, p)) {
+    case WriteCheck::kOk:
+      break;
+    case WriteCheck::kQpDenies:
       FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
       return;
-    }
-    if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
+    case WriteCheck::kRkeyDenies:
       FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
       return;
-    }
-    qp.in_write = true;
-    qp.write_va = p.va;
-    qp.write_left = p.dma_len;
-    qp.write_len = p.dma_len;
+    case WriteCheck::kLongerThanRequested:
+      FatalNak(qp, p.psn, NakCode::kInvalidRequest);
+      return;
   }
   const uint64_t len = p.payload.size();
-  if (len > qp.write_left) {
-    FatalNak(qp, p.psn, NakCode::kInvalidRequest);
-    return;
-  }
   PlaceWriteData(qp, qp.write_va, std::move(p.payload));
   qp.write_va += len;
   qp.write_left -= len;
@@ -239,6 +234,19 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
   SendReadResponses(qp, p.psn, p.va, p.dma_len, p.rkey, fetch_late);
 }
 
+// The atomic ACK of the request at `psn`, carrying the target's original
+// value.
+void SendAtomicAck(QpCore& qp, uint32_t psn, uint64_t orig) {
+  FlushPendingAck(qp);
+  Packet ack;
+  ack.opcode = RcOp::kAtomicAcknowledge;
+  ack.psn = psn;
+  ack.syndrome = AckSyndrome();
+  ack.msn = qp.msn;
+  ack.atomic_orig = orig;
+  TransmitFrom(qp, std::move(ack));
+}
+
 void ExecuteAtomic(QpCore& qp, const Packet& p) {
   const SimProfile& profile = qp.node->fabric->profile();
   if (!QpGrants(qp, kAccessRemoteAtomic) ||
@@ -265,14 +273,7 @@ void ExecuteAtomic(QpCore& qp, const Packet& p) {
   KeepResource(qp, RdAtomicResource{p.psn, true, orig});
   qp.epsn = PsnAdd(qp.epsn, 1);
   ++qp.msn;
-  FlushPendingAck(qp);
-  Packet ack;
-  ack.opcode = RcOp::kAtomicAcknowledge;
-  ack.psn = p.psn;
-  ack.syndrome = AckSyndrome();
-  ack.msn = qp.msn;
-  ack.atomic_orig = orig;
-  TransmitFrom(qp, std::move(ack));
+  SendAtomicAck(qp, p.psn, orig);
 }
 
 // A request with a PSN already executed (IBA 9.7.5.1.1): sends and writes are
@@ -293,14 +294,7 @@ void HandleDuplicate(QpCore& qp, const Packet& p) {
   }
   for (const RdAtomicResource& res : qp.resources) {
     if (res.is_atomic && res.psn == p.psn) {
-      FlushPendingAck(qp);
-      Packet ack;
-      ack.opcode = RcOp::kAtomicAcknowledge;
-      ack.psn = p.psn;
-      ack.syndrome = AckSyndrome();
-      ack.msn = qp.msn;
-      ack.atomic_orig = res.atomic_orig;
-      TransmitFrom(qp, std::move(ack));
+      SendAtomicAck(qp, p.psn, res.atomic_orig);
       return;
     }
   }

@@ -69,25 +69,20 @@ void ReceiveSend(QpCore& qp, const Packet& p) {
 }
 
 void ReceiveWrite(QpCore& qp, const Packet& p) {
-  if (IsFirstOrOnly(p.opcode)) {
-    if (!QpGrants(qp, kAccessRemoteWrite)) {
+  switch (CheckWritePacket(qp, p)) {
+    case WriteCheck::kOk:
+      break;
+    case WriteCheck::kQpDenies:
       DropMessage(qp, p, "QP lacks REMOTE_WRITE");
       return;
-    }
-    if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, kAccessRemoteWrite)) {
+    case WriteCheck::kRkeyDenies:
       DropMessage(qp, p, "rkey check failed");
       return;
-    }
-    qp.in_write = true;
-    qp.write_va = p.va;
-    qp.write_left = p.dma_len;
-    qp.write_len = p.dma_len;
+    case WriteCheck::kLongerThanRequested:
+      DropMessage(qp, p, "write longer than its RETH length");
+      return;
   }
   const uint64_t len = p.payload.size();
-  if (len > qp.write_left) {
-    DropMessage(qp, p, "write longer than its RETH length");
-    return;
-  }
   if (HasImmediate(p.opcode) && !HasRecv(qp)) {
     // The immediate needs a receive; without one the message is dropped.
     ++qp.no_recv_drops;
