@@ -44,6 +44,15 @@ benchmark::internal::Benchmark* Configure(benchmark::internal::Benchmark* b) {
   return b;
 }
 
+int RunBenchmarks(int argc, char** argv, void (*register_all)()) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 bool Fail(benchmark::State& state, absl::string_view what,
           const absl::Status& status) {
   const std::string msg = absl::StrCat(what, ": ", status.ToString());

@@ -93,6 +93,11 @@ std::string BenchProviderSpec();
 // vary from run to run).
 benchmark::internal::Benchmark* Configure(benchmark::internal::Benchmark* b);
 
+// The main() of a benchmark binary: Google Benchmark's flags, then
+// `register_all` registers the benchmarks (through Configure), then they
+// run. Returns the process's exit status.
+int RunBenchmarks(int argc, char** argv, void (*register_all)());
+
 }  // namespace verbsim::bench
 
 #endif  // VERBSIM_BENCH_BENCH_UTIL_H_

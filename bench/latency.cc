@@ -96,13 +96,10 @@ void BM_PingPong(benchmark::State& state) {
 }  // namespace verbsim::bench
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  verbsim::bench::Configure(
-      benchmark::RegisterBenchmark("latency/ping_pong_rtt",
-                                   verbsim::bench::BM_PingPong))
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return verbsim::bench::RunBenchmarks(argc, argv, [] {
+    verbsim::bench::Configure(
+        benchmark::RegisterBenchmark("latency/ping_pong_rtt",
+                                     verbsim::bench::BM_PingPong))
+        ->Unit(benchmark::kMicrosecond);
+  });
 }

@@ -161,10 +161,5 @@ void RegisterAll() {
 }  // namespace verbsim::bench
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  verbsim::bench::RegisterAll();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return verbsim::bench::RunBenchmarks(argc, argv, verbsim::bench::RegisterAll);
 }
