@@ -1,6 +1,6 @@
 // Helpers shared by the fuzz harnesses: reporting a violated invariant,
 // guarded memory with a shadow copy, a connected RC pair on the sim that can
-// be brought back up after an error, and draining CQs.
+// be brought back up after an error, draining CQs, and running one input.
 #ifndef VERBSIM_FUZZ_HARNESS_H_
 #define VERBSIM_FUZZ_HARNESS_H_
 
@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/provider.h"
 #include "core/verbs.h"
+#include "fuzz/bytes.h"
 #include "sim/fabric.h"
 
 namespace verbsim::fuzz {
@@ -106,6 +107,20 @@ std::vector<WorkCompletion> DrainCq(Cq* cq);
 
 // "wr_id 3 SUCCESS RDMA_WRITE len 8 qp 17".
 std::string WcString(const WorkCompletion& wc);
+
+// The body of a harness's LLVMFuzzerTestOneInput: decodes and runs one
+// input with a fresh `Harness` (constructed from the input's ByteReader; its
+// Run() checks every invariant), which is gone before this returns.
+template <typename Harness>
+int RunOneInput(const uint8_t* data, size_t size) {
+  ResetNotes();
+  ByteReader in(data, size);
+  {
+    Harness harness(in);
+    harness.Run();
+  }
+  return 0;
+}
 
 }  // namespace verbsim::fuzz
 

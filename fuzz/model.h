@@ -402,6 +402,15 @@ std::vector<int> ReregErrnos(const ReregCall& call, const RegLimits& limits,
 // max_mw live windows.
 int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws);
 
+// The errno of ibv_dereg_mr(3) of a region: EINVAL once it is dead, the
+// profile's errno while `bound_windows` windows are bound to it, else 0.
+int DeregErrno(bool live, int bound_windows, const ProfileRules& rules);
+
+// The completion of a LOCAL_INV that KeyModel::CheckInvalidate judged `v`:
+// SUCCESS, MW_BIND_ERR for a window of another QP, the profile's status
+// when there is nothing it may invalidate.
+StatusSet LocalInvStatus(InvVerdict v, const ProfileRules& rules);
+
 RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
                             const KeyModel& keys, const ProfileRules& rules);
 

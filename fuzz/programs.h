@@ -123,7 +123,8 @@ enum Flag : uint8_t {
 }  // namespace rkey_program
 
 // sequence_fuzzer: header u8 nodes (2 + Below(2)), u8 profile (bit 0: rxe),
-// u8 seed; then ops (see sequence_fuzzer.cc for each op's fields).
+// u8 seed; then ops (each op's fields: the steps of the sequence harness,
+// fuzz/sequence_harness.h).
 namespace seq_program {
 enum Op : uint32_t {
   kOpCreateCq = 0,
