@@ -120,8 +120,9 @@ struct ProfileRules {
   bool cq_overflow_errors_qps = true;
   // Registration on kernel 6.1 rxe (ib_core, ib_umem_get, rxe_mr.c): one
   // key for both directions, rkey 0 without remote access, HUGETLB and the
-  // optional range ignored, ZERO_BASED accepted, ON_DEMAND EINVAL, no
-  // zero-length region.
+  // optional range ignored, ZERO_BASED accepted, ON_DEMAND EINVAL, a
+  // zero-length region only at an address inside a page
+  // (EmptyMrRegisters).
   // A SEND_WITH_INV whose rkey cannot be invalidated: the sender is NAKed
   // (REM_ACCESS_ERR), or on rxe acknowledged (SUCCESS) while the responder
   // alone goes to ERR.
@@ -136,10 +137,16 @@ struct ProfileRules {
   uint32_t ignored_access_bits = 0;
   bool accepts_zero_based = false;
   int on_demand_errno = EOPNOTSUPP;
-  bool zero_length_mr = false;
+  // An empty region registers when its address lies inside a 4 KiB page
+  // (ib_umem_get counts the pages a range touches: one there, none at a
+  // page boundary); otherwise no empty region registers.
+  bool empty_mr_inside_a_page = false;
 };
 // "ibta" (also for "") or "rxe".
 ProfileRules RulesFor(const std::string& profile);
+
+// Whether ibv_reg_mr registers an empty region at `addr` under `rules`.
+bool EmptyMrRegisters(const ProfileRules& rules, uint64_t addr);
 
 // --- Registration: ibv_reg_mr(3) ---------------------------------------------
 

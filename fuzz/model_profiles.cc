@@ -83,7 +83,7 @@ ProfileRules RulesFor(const std::string& profile) {
     r.ignored_access_bits = (1u << 7) | 0x3ff00000u;
     r.accepts_zero_based = true;
     r.on_demand_errno = EINVAL;
-    r.zero_length_mr = false;
+    r.empty_mr_inside_a_page = true;
     return r;
   }
   // The spec and what rdma-unit-test expects of hardware.

@@ -22,6 +22,10 @@ constexpr uint32_t kKnownAccess =
 
 }  // namespace
 
+bool EmptyMrRegisters(const ProfileRules& rules, uint64_t addr) {
+  return rules.empty_mr_inside_a_page && addr % 4096 != 0;
+}
+
 int RegArgumentErrno(const RegCall& c, const RegLimits& limits,
                      const ProfileRules& rules) {
   // A destroyed PD is not a PD.
@@ -41,8 +45,7 @@ int RegArgumentErrno(const RegCall& c, const RegLimits& limits,
   }
   // On-demand paging is a device capability the simulated HCA lacks.
   if (c.access & kAccessOnDemand) return rules.on_demand_errno;
-  // The kernel's ib_umem_get takes no empty range.
-  if (c.length == 0 && !rules.zero_length_mr) return EINVAL;
+  if (c.length == 0 && !EmptyMrRegisters(rules, c.addr)) return EINVAL;
   // The range: a null buffer of nonzero length, one that wraps around the
   // address space, or one longer than the device allows.
   if (c.addr == 0 && c.length > 0) return EINVAL;

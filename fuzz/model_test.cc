@@ -42,6 +42,21 @@ TEST(ModelReg, ArgumentRules) {
             EINVAL);
 }
 
+// An empty region: never on ibta; on rxe only at an address inside a page.
+TEST(ModelReg, EmptyRegionsRegisterInsideAPageOnRxe) {
+  const ProfileRules ibta = RulesFor("ibta");
+  const ProfileRules rxe = RulesFor("rxe");
+  EXPECT_FALSE(EmptyMrRegisters(ibta, 0x10040));
+  EXPECT_FALSE(EmptyMrRegisters(rxe, 0x10000));
+  EXPECT_TRUE(EmptyMrRegisters(rxe, 0x10040));
+  EXPECT_EQ(RegArgumentErrno(RegCall{true, 0x10000, 0, 0}, RegLimits{1 << 30, 8},
+                             rxe),
+            EINVAL);
+  EXPECT_EQ(RegArgumentErrno(RegCall{true, 0x10040, 0, 0}, RegLimits{1 << 30, 8},
+                             rxe),
+            0);
+}
+
 TEST(ModelKeys, LivenessPdBoundsAccess) {
   KeyModel keys;
   const int a = keys.Add(ModelMr{0, 1, 1000, 100, kAll, 0x10, 0x11, true});

@@ -171,8 +171,10 @@ void RkeyHarness::Register() {
   }
   Pd* pd_handle = pd == kServerPd ? pair_->server().pd() : other_pd_.get();
   auto mr = pd_handle->RegMr(target_->data() + begin, len, access);
-  // An empty region is refused where the profile registers none (rxe).
-  const int want = len == 0 && !rules_.zero_length_mr ? EINVAL : 0;
+  // An empty region is refused where the profile registers none there.
+  const int want =
+      len == 0 && !EmptyMrRegisters(rules_, target_->addr() + begin) ? EINVAL
+                                                                       : 0;
   ExpectErrno(mr.status(), want, "RegMr of a valid target region");
   if (want != 0) return;
   TargetMr t;

@@ -300,10 +300,11 @@ void SequenceHarness::RegMrOp() {
   const uint32_t access = WithLocalWriteForRemote(in_.U8() & 0x0f);
   if (mrs_.size() >= kMaxMrs) return;
   // A destroyed PD, then an empty region where the profile registers none
-  // (rxe); both are refused before an injected failure can fire.
-  int expected = pds_[pd].destroyed                       ? EINVAL
-                 : len == 0 && !rules_.zero_length_mr ? EINVAL
-                                                          : 0;
+  // there; both are refused before an injected failure can fire.
+  const uint64_t addr = reinterpret_cast<uint64_t>(arenas_[node].data() + off);
+  int expected = pds_[pd].destroyed                                  ? EINVAL
+                 : len == 0 && !EmptyMrRegisters(rules_, addr) ? EINVAL
+                                                               : 0;
   if (expected == 0 && registrations_.Count()) expected = ENOMEM;
   auto mr = pds_[pd].h->RegMr(arenas_[node].data() + off, len, access);
   FUZZ_NOTE(absl::StrCat("reg mr node ", node, " pd ", pd, " [", off, ", +", len,

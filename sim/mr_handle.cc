@@ -39,9 +39,17 @@ absl::Status CheckMrAccess(const SimProfile& profile, uint32_t access) {
 absl::Status CheckMrRange(const SimProfile& profile, const void* addr,
                           size_t length) {
   const DeviceAttr& dev = profile.device;
-  if (length == 0 && !profile.zero_length_mr) {
-    // The kernel's ib_umem_get refuses an empty range.
-    return Errno(EINVAL, "length 0: the device registers no empty region");
+  if (length == 0) {
+    // x86's page size, as the kernel's ib_umem_get counts pages.
+    constexpr uint64_t kPage = 4096;
+    const bool inside_a_page = reinterpret_cast<uint64_t>(addr) % kPage != 0;
+    if (profile.zero_length_mr == ZeroLengthMr::kRefused) {
+      return Errno(EINVAL, "length 0: the device registers no empty region");
+    }
+    if (!inside_a_page) {
+      return Errno(EINVAL, "length 0 at %p: an empty region at a page "
+                   "boundary touches no page", addr);
+    }
   }
   if (addr == nullptr && length > 0) {
     return Errno(EINVAL, "null address with length %zu", length);

@@ -240,7 +240,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.ignored_access_bits = kAccessHugeTlb | kAccessOptionalRange;
     p.accepts_zero_based = true;
     p.on_demand_errno = EINVAL;
-    p.zero_length_mr = false;
+    p.zero_length_mr = ZeroLengthMr::kIfInsideAPage;
     p.modify_unchecked_attrs = kQpPkeyIndex | kQpAccessFlags |
                                kQpMinRnrTimer | kQpMaxDestRdAtomic |
                                kQpRetryCnt | kQpRnrRetry;
@@ -256,7 +256,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.ignored_access_bits = kAccessHugeTlb | kAccessOptionalRange;
     p.accepts_zero_based = true;
     p.on_demand_errno = EINVAL;
-    p.zero_length_mr = false;
+    p.zero_length_mr = ZeroLengthMr::kRefused;
     p.supports_rereg = false;
     p.wrapping_range_errno = EFAULT;
     // rdma-core 44 providers/siw/siw.c: no resize_cq; the receive posts,

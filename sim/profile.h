@@ -130,6 +130,17 @@ struct MemoryModel {
   bool fetches_reads_in_order = false;
 };
 
+// Which empty regions ibv_reg_mr registers.
+enum class ZeroLengthMr {
+  kRefused,  // none (EINVAL)
+  // Those whose address lies inside a page: the kernel's ib_umem_get counts
+  // the pages a range touches, and an empty range at an address inside a
+  // page touches that page, while one at a page boundary touches none
+  // (EINVAL). rxe registers through it; siw_reg_user_mr refuses every empty
+  // region itself.
+  kIfInsideAPage,
+};
+
 struct SimProfile {
   std::string name;
   // What ibv_query_device reports; limits the sim enforces.
@@ -270,10 +281,9 @@ struct SimProfile {
   // errno of ON_DEMAND on a device without on-demand paging (ib_core's
   // ib_check_mr_access: EINVAL; the sim's own: EOPNOTSUPP);
   int on_demand_errno = EOPNOTSUPP;
-  // a zero-length MR can be registered. Kernel devices refuse one that
-  // touches no page (ib_umem_get: EINVAL); the spec leaves it open, so the
-  // ibta profile refuses every one, the strict choice.
-  bool zero_length_mr = false;
+  // which zero-length MRs can be registered. The spec leaves it open, so
+  // the ibta profile refuses every one, the strict choice.
+  ZeroLengthMr zero_length_mr = ZeroLengthMr::kRefused;
   // ibv_query_srq and resizing an SRQ (ibv_modify_srq with IBV_SRQ_MAX_WR)
   // are the provider library's to offer: libsiw has neither, and answers
   // EOPNOTSUPP (rdma-core providers/siw/siw.c; seen on siw0).

@@ -23,6 +23,7 @@ constexpr uint32_t kVendorAccessBits = 0x000003ffu | 0x3ff00000u;
 Expectations Hardware(Expectations e) {
   e.lkey_differs_from_rkey = Known::kUnknown;
   e.zero_length_mr = Known::kUnknown;
+  e.zero_length_mr_inside_a_page = Known::kUnknown;
   e.rejected_access_bits = ~kVendorAccessBits;
   e.supported_extra_access = kAccessMwBind;
   e.refused_extra_access = 0;  // ODP and zero-based MRs vary by device
@@ -94,6 +95,7 @@ Expectations Rxe() {
   // rxe_qp.c rxe_qp_chk_attr.
   e.modify_unchecked_attrs = kQpPkeyIndex | kQpAccessFlags | kQpMinRnrTimer |
                              kQpMaxDestRdAtomic | kQpRetryCnt | kQpRnrRetry;
+  e.zero_length_mr_inside_a_page = Known::kYes;
   return e;
 }
 

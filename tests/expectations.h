@@ -44,6 +44,10 @@ struct Expectations {
   // A zero-length MR can be registered (rdma-unit-test SupportsZeroLengthMr);
   // the ibta profile refuses it, as the kernel does for a page-aligned one.
   Known zero_length_mr = Known::kNo;
+  // The same at an address inside a page (64 bytes in): the kernel's
+  // ib_umem_get counts the pages a range touches, and such an empty range
+  // touches one, so rxe registers it; siw refuses every empty region.
+  Known zero_length_mr_inside_a_page = Known::kNo;
   // Access bits RegMr() must reject as unknown (EINVAL). Real devices accept
   // some vendor bits (HUGETLB, FLUSH_*, the optional range 20..29).
   uint32_t rejected_access_bits = ~kAccessAllKnown;

@@ -238,6 +238,25 @@ TEST_P(MrTest, ZeroLengthMr) {
   }
 }
 
+TEST_P(MrTest, ZeroLengthMrInsideAPage) {
+  Buffer buf(4096);  // page-aligned
+  absl::StatusOr<std::unique_ptr<Mr>> mr =
+      pd_->RegMr(buf.data() + 64, 0, kAccessLocalWrite);
+  switch (expect().zero_length_mr_inside_a_page) {
+    case Known::kYes:
+      ASSERT_OK(mr);
+      EXPECT_EQ((*mr)->length(), 0u);
+      EXPECT_EQ((*mr)->addr(), buf.data() + 64);
+      break;
+    case Known::kNo:
+      EXPECT_THAT(mr, HasErrno(EINVAL));
+      break;
+    case Known::kUnknown:
+      GTEST_SKIP() << "zero-length MRs are implementation-defined on "
+                   << expect().profile;
+  }
+}
+
 TEST_P(MrTest, NullAddressWithLengthIsRejected) {
   EXPECT_THAT(pd_->RegMr(nullptr, 4096, kAccessLocalWrite), HasErrno(EINVAL));
   EXPECT_THAT(pd_->RegMr(nullptr, 1, 0), HasErrno(EINVAL));
