@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/environment.h"
 #include "core/errors.h"
 #include "core/names.h"
 #include "sim/sim_provider.h"
@@ -11,18 +12,12 @@
 namespace verbsim::fuzz {
 
 bool Verbose() {
-  static const bool verbose = [] {
-    const char* v = std::getenv("VERBSIM_FUZZ_VERBOSE");
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-  }();
+  static const bool verbose = env::IsOn(env::kFuzzVerbose);
   return verbose;
 }
 
 bool Strict() {
-  static const bool strict = [] {
-    const char* v = std::getenv("VERBSIM_FUZZ_STRICT");
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-  }();
+  static const bool strict = env::IsOn(env::kFuzzStrict);
   return strict;
 }
 
