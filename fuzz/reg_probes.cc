@@ -36,7 +36,9 @@ uint32_t RegHarness::DecodeKey() {
     case 3: return keys_.mr(in_.Below(n)).rkey;
     case 4: {
       const ModelMr& m = keys_.mr(in_.Below(n));
-      return (in_.Bool() ? m.lkey : m.rkey) ^ (1u << (in_.U8() % 32));
+      // One read, then the other (the operands of ^ are unsequenced).
+      const uint32_t key = in_.Bool() ? m.lkey : m.rkey;
+      return key ^ (1u << (in_.U8() % 32));
     }
     case 5: return in_.U32();
     case 6: return in_.Bool() ? peer_mr_->lkey() : peer_mr_->rkey();

@@ -35,8 +35,11 @@ uint32_t RkeyHarness::DecodeRkey() {
       return keys_.mr(in_.Below(n)).rkey;
     case 2:  // an lkey: the wrong kind of key
       return keys_.mr(in_.Below(n)).lkey;
-    case 3:  // an rkey with one bit flipped
-      return keys_.mr(in_.Below(n)).rkey ^ (1u << (in_.U8() % 32));
+    case 3: {  // an rkey with one bit flipped
+      // One read, then the other (the operands of ^ are unsequenced).
+      const uint32_t rkey = keys_.mr(in_.Below(n)).rkey;
+      return rkey ^ (1u << (in_.U8() % 32));
+    }
     case 4:
       return in_.U32();
     default:  // the newest MR's rkey

@@ -45,48 +45,64 @@ void SequenceHarness::FaultOp() {
   bool forced = false;
   uint64_t regfail_nth = 0;   // set by a regfail rule
   uint64_t postfail_nth = 0;  // set by a postfail rule
+  // Each byte is read into a named value before the rule is built: the order
+  // in which a call's arguments are evaluated is unspecified (gcc goes right
+  // to left, clang left to right), and one input must decode alike in both
+  // builds. The reads below keep the order the corpora were made with.
   switch (kind % 12) {
     case 0:
     case 1:
     case 2: {
-      rule = absl::StrCat(kActions[in_.Below(4)], " prob=",
-                          kProbs[in_.Below(6)]);
+      const char* prob = kProbs[in_.Below(6)];
+      const char* action = kActions[in_.Below(4)];
+      rule = absl::StrCat(action, " prob=", prob);
       if (in_.Bool()) absl::StrAppend(&rule, " op=", kOps[in_.Below(16)]);
       break;
     }
-    case 3:
-      rule = absl::StrCat(kActions[in_.Below(4)], " op=", kOps[in_.Below(16)],
-                          " nth=", 1 + in_.Below(4));
+    case 3: {
+      const uint64_t nth = 1 + in_.Below(4);
+      const char* op = kOps[in_.Below(16)];
+      const char* action = kActions[in_.Below(4)];
+      rule = absl::StrCat(action, " op=", op, " nth=", nth);
       break;
-    case 4:
-      rule = absl::StrCat("delay us=", 1 + in_.Below(200), " prob=",
-                          kProbs[in_.Below(6)]);
+    }
+    case 4: {
+      const char* prob = kProbs[in_.Below(6)];
+      const uint64_t us = 1 + in_.Below(200);
+      rule = absl::StrCat("delay us=", us, " prob=", prob);
       break;
+    }
     case 5: {
       const int a = static_cast<int>(in_.Below(NumNodes()));
       const int b = static_cast<int>(in_.Below(NumNodes()));
       const int64_t from = now_us + in_.Below(50);
+      const int64_t until = from + 1 + in_.Below(2000);
       rule = absl::StrCat("linkdown a=", a, " b=", b, " from_us=", from,
-                          " until_us=", from + 1 + in_.Below(2000));
+                          " until_us=", until);
       break;
     }
-    case 6:
-      rule = absl::StrCat("crash node=", in_.Below(NumNodes()),
-                          " at_us=", now_us + in_.Below(100));
+    case 6: {
+      const int64_t at = now_us + in_.Below(100);
+      const uint64_t node = in_.Below(NumNodes());
+      rule = absl::StrCat("crash node=", node, " at_us=", at);
       forced = true;
       break;
+    }
     case 7: {
       const int node = static_cast<int>(in_.Below(NumNodes()));
-      rule = absl::StrCat("qperr node=", node, " qp=", QpnFor(node),
-                          " at_us=", now_us + in_.Below(100));
+      const int64_t at = now_us + in_.Below(100);
+      const std::string qp = QpnFor(node);
+      rule = absl::StrCat("qperr node=", node, " qp=", qp, " at_us=", at);
       forced = true;
       break;
     }
     case 8: {
       const int node = static_cast<int>(in_.Below(NumNodes()));
-      rule = absl::StrCat("cqoverflow node=", node, " qp=", QpnFor(node),
-                          in_.Bool() ? " cq=recv" : "",
-                          " at_us=", now_us + in_.Below(100));
+      const int64_t at = now_us + in_.Below(100);
+      const bool recv = in_.Bool();
+      const std::string qp = QpnFor(node);
+      rule = absl::StrCat("cqoverflow node=", node, " qp=", qp,
+                          recv ? " cq=recv" : "", " at_us=", at);
       forced = true;
       break;
     }
