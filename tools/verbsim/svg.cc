@@ -166,6 +166,19 @@ class StepDrawer {
     return op;
   }
 
+  // One end of arrow `arrow` (kSend or kEnd), at trace record `index`.
+  void AddArrowEvent(Event::Kind kind, size_t index, int arrow, int lane,
+                     int64_t time_ns, bool copy_end = false) {
+    Event e;
+    e.key = index * 2 + 1;
+    e.kind = kind;
+    e.arrow = arrow;
+    e.copy_end = copy_end;
+    e.lane = lane;
+    e.time_ns = time_ns;
+    events_.push_back(std::move(e));
+  }
+
   void Collect() {
     const std::vector<sim::TraceRecord>& tr = r_.trace;
     // The lanes: every QP the scenario created, then any other QP a packet
@@ -218,14 +231,8 @@ class StepDrawer {
       a.response = !sim::IsRequest(static_cast<sim::RcOp>(t.opcode));
       a.label = PacketLabel(t, transport);
       const int id = static_cast<int>(arrows_.size());
-      Event send;
-      send.key = i * 2 + 1;
-      send.kind = Event::kSend;
-      send.arrow = id;
-      send.lane = a.from;
-      send.time_ns = t.time_ns;
       a.send_event = events_.size();
-      events_.push_back(send);
+      AddArrowEvent(Event::kSend, i, id, a.from, t.time_ns);
       // Its end: where it arrived or was lost; fault notes on the way.
       std::vector<std::string> notes;
       for (size_t j = i + 1; j < tr.size(); ++j) {
@@ -260,13 +267,7 @@ class StepDrawer {
             }
           }
         }
-        Event end;
-        end.key = j * 2 + 1;
-        end.kind = Event::kEnd;
-        end.arrow = id;
-        end.lane = a.to;
-        end.time_ns = u.time_ns;
-        events_.push_back(end);
+        AddArrowEvent(Event::kEnd, j, id, a.to, u.time_ns);
         break;
       }
       if (a.lost && notes.empty()) notes.push_back("lost");
@@ -300,14 +301,7 @@ class StepDrawer {
         a.label.clear();  // the original's label says "duplicate"
         const int copy = static_cast<int>(arrows_.size());
         arrows_.push_back(a);
-        Event end;
-        end.key = j * 2 + 1;
-        end.kind = Event::kEnd;
-        end.arrow = copy;
-        end.copy_end = true;
-        end.lane = a.to;
-        end.time_ns = u.time_ns;
-        events_.push_back(end);
+        AddArrowEvent(Event::kEnd, j, copy, a.to, u.time_ns, /*copy_end=*/true);
         break;
       }
     }
