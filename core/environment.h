@@ -34,6 +34,9 @@ inline constexpr char kDropinDir[] = "VERBSIM_DROPIN_DIR";
 inline constexpr char kFuzzVerbose[] = "VERBSIM_FUZZ_VERBOSE";
 inline constexpr char kFuzzStrict[] = "VERBSIM_FUZZ_STRICT";
 inline constexpr char kBenchIterations[] = "VERBSIM_BENCH_ITERATIONS";
+// What the RC property test reads (sim/tests/rc_property_test.cc).
+inline constexpr char kPropertyMessages[] = "VERBSIM_PROPERTY_MESSAGES";
+inline constexpr char kPropertyTrace[] = "VERBSIM_PROPERTY_TRACE";
 
 // The value of `name`; nullopt when it is unset or empty.
 inline std::optional<std::string> Get(const char* name) {

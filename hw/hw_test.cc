@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "absl/strings/match.h"
+#include "core/environment.h"
 #include "core/errors.h"
 #include "core/names.h"
 #include "core/provider.h"
@@ -26,8 +27,8 @@ constexpr char kNoDevice[] =
 
 // "hw", or VERBSIM_PROVIDER when it names an hw device.
 std::string HwSpec() {
-  const char* env = std::getenv("VERBSIM_PROVIDER");
-  if (env != nullptr && absl::StartsWith(env, "hw:")) return env;
+  const std::optional<std::string> spec = env::Get(env::kProvider);
+  if (spec && absl::StartsWith(*spec, "hw:")) return *spec;
   return "hw";
 }
 

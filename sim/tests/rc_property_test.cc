@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/numbers.h"
+#include "core/environment.h"
 #include "gtest/gtest.h"
 #include "sim/testing/seeds.h"
 #include "sim/testing/rc_property.h"
@@ -13,15 +14,15 @@ namespace {
 
 // One million messages (VERBSIM_PROPERTY_MESSAGES overrides).
 TEST(RcProperty, MillionMessagesUnderTenPercentLossExactlyOnceInOrder) {
-  uint64_t messages = 1000000;
-  if (const char* env = std::getenv("VERBSIM_PROPERTY_MESSAGES")) {
-    ASSERT_TRUE(absl::SimpleAtoi(env, &messages)) << env;
-  }
+  const env::Number<uint64_t> count =
+      env::GetNumber<uint64_t>(env::kPropertyMessages, 1, UINT64_MAX);
+  ASSERT_TRUE(count.ok()) << count.error;
+  const uint64_t messages = count.value.value_or(1000000);
   ForEachSeed(1, [&](uint64_t seed) {
     PropertyOptions options;
     options.seed = seed;
     options.messages = messages;
-    options.keep_trace = std::getenv("VERBSIM_PROPERTY_TRACE") != nullptr;
+    options.keep_trace = env::IsOn(env::kPropertyTrace);
     PropertyResult result;
     absl::Status s = RunRcProperty(options, &result);
     ASSERT_TRUE(s.ok()) << s << "\n" << result.trace_tail;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/environment.h"
 #include "tools/verbsim/sweep.h"
 
 namespace verbsim::cli {
@@ -77,14 +78,13 @@ bool HasFile(const std::string& dir, const char* name) {
 // The directories holding the drop-in libraries, or empty (with where it
 // looked in *tried).
 std::vector<std::string> DropinDirs(std::vector<std::string>* tried) {
-  if (const char* env = std::getenv("VERBSIM_DROPIN_DIR");
-      env != nullptr && *env != '\0') {
+  if (const std::optional<std::string> env = env::Get(env::kDropinDir)) {
     std::vector<std::string> dirs =
-        absl::StrSplit(env, ':', absl::SkipEmpty());
+        absl::StrSplit(*env, ':', absl::SkipEmpty());
     for (const std::string& d : dirs) {
       if (HasFile(d, "libibverbs.so.1")) return dirs;
     }
-    tried->push_back(absl::StrCat("VERBSIM_DROPIN_DIR=", env));
+    tried->push_back(absl::StrCat(env::kDropinDir, "=", *env));
     return {};
   }
   const std::string self = SelfDir();
