@@ -1,6 +1,7 @@
 // Receive WQEs: from the QP's receive queue or from its shared receive queue
 // (IBA 10.2.9), and asynchronous events.
 #include "sim/fabric.h"
+#include "sim/sg.h"
 #include "sim/transport.h"
 
 namespace verbsim::sim {
@@ -42,6 +43,22 @@ void ReturnRecv(QpCore& qp, RecvWqe r) {
   } else {
     qp.rq.push_front(std::move(r));
   }
+}
+
+void BeginRecv(QpCore& qp) {
+  qp.cur_recv = TakeRecv(qp);
+  qp.recv_offset = 0;
+  qp.in_send = true;
+}
+
+RecvSpace CheckRecvSpace(const QpCore& qp, uint64_t len) {
+  if (qp.recv_offset + len > qp.cur_recv.capacity) return RecvSpace::kTooSmall;
+  if (len > 0 && CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges,
+                               qp.recv_offset, len, kAccessLocalWrite) !=
+                     AccessResult::kOk) {
+    return RecvSpace::kRefused;
+  }
+  return RecvSpace::kOk;
 }
 
 }  // namespace verbsim::sim

@@ -64,30 +64,28 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
       SendRnrNak(qp, p.psn);
       return;
     }
-    qp.cur_recv = TakeRecv(qp);
-    qp.recv_offset = 0;
-    qp.in_send = true;
+    BeginRecv(qp);
   }
   const uint64_t len = p.payload.size();
-  if (qp.recv_offset + len > qp.cur_recv.capacity) {
-    // Receive buffer too small: LOC_LEN_ERR here, NAK invalid request
-    // (IBA 9.9.3.1.1, class C), or what the profile says.
-    qp.in_send = false;
-    CompleteRecv(qp, qp.cur_recv, profile.recv_too_small_status,
-                 WcOpcode::kRecv, 0, p);
-    FatalNak(qp, p.psn, NakFor(profile.recv_too_small_sender_status));
-    return;
-  }
-  if (len > 0 && CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges,
-                               qp.recv_offset, len, kAccessLocalWrite) !=
-                     AccessResult::kOk) {
-    // The receive buffer fails its local check: the receiver completes with
-    // a local error, the sender gets NAK remote operational error.
-    qp.in_send = false;
-    CompleteRecv(qp, qp.cur_recv, profile.recv_access_status, WcOpcode::kRecv,
-                 0, p);
-    FatalNak(qp, p.psn, NakCode::kRemoteOperationalError);
-    return;
+  switch (CheckRecvSpace(qp, len)) {
+    case RecvSpace::kOk:
+      break;
+    case RecvSpace::kTooSmall:
+      // Receive buffer too small: LOC_LEN_ERR here, NAK invalid request
+      // (IBA 9.9.3.1.1, class C), or what the profile says.
+      qp.in_send = false;
+      CompleteRecv(qp, qp.cur_recv, profile.recv_too_small_status,
+                   WcOpcode::kRecv, 0, p);
+      FatalNak(qp, p.psn, NakFor(profile.recv_too_small_sender_status));
+      return;
+    case RecvSpace::kRefused:
+      // The receive buffer fails its local check: the receiver completes
+      // with a local error, the sender gets NAK remote operational error.
+      qp.in_send = false;
+      CompleteRecv(qp, qp.cur_recv, profile.recv_access_status,
+                   WcOpcode::kRecv, 0, p);
+      FatalNak(qp, p.psn, NakCode::kRemoteOperationalError);
+      return;
   }
   ScatterTo(qp.cur_recv.sges, qp.recv_offset, p.payload.data(), len);
   qp.recv_offset += len;

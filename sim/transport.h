@@ -106,6 +106,12 @@ RecvWqe TakeRecv(QpCore& qp);
 // Gives a WQE back to the front of the queue it came from (a UC message that
 // was dropped part way reuses its receive).
 void ReturnRecv(QpCore& qp, RecvWqe r);
+// A send message's first packet takes the receive it fills (RC and UC).
+void BeginRecv(QpCore& qp);
+// Whether `len` more bytes of the message fit in that receive and its SGEs
+// grant LOCAL_WRITE over where they land (RC and UC).
+enum class RecvSpace { kOk, kTooSmall, kRefused };
+RecvSpace CheckRecvSpace(const QpCore& qp, uint64_t len);
 // Queues an asynchronous event on `context` (ibv_get_async_event(3)).
 void RaiseAsyncEvent(ContextState& context, const AsyncEvent& event);
 

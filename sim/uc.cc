@@ -44,20 +44,18 @@ void ReceiveSend(QpCore& qp, const Packet& p) {
       DropMessage(qp, p, "no receive posted");
       return;
     }
-    qp.cur_recv = TakeRecv(qp);
-    qp.recv_offset = 0;
-    qp.in_send = true;
+    BeginRecv(qp);
   }
   const uint64_t len = p.payload.size();
-  if (qp.recv_offset + len > qp.cur_recv.capacity) {
-    FailRecv(qp, qp.cur_recv, profile.uc_recv_too_small_status, p);
-    return;
-  }
-  if (len > 0 && CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges,
-                               qp.recv_offset, len, kAccessLocalWrite) !=
-                     AccessResult::kOk) {
-    FailRecv(qp, qp.cur_recv, profile.recv_access_status, p);
-    return;
+  switch (CheckRecvSpace(qp, len)) {
+    case RecvSpace::kOk:
+      break;
+    case RecvSpace::kTooSmall:
+      FailRecv(qp, qp.cur_recv, profile.uc_recv_too_small_status, p);
+      return;
+    case RecvSpace::kRefused:
+      FailRecv(qp, qp.cur_recv, profile.recv_access_status, p);
+      return;
   }
   ScatterTo(qp.cur_recv.sges, qp.recv_offset, p.payload.data(), len);
   qp.recv_offset += len;
