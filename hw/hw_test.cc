@@ -211,7 +211,9 @@ TEST_F(HwDeviceTest, LoopbackSendAndBadRkey) {
   Endpoint& server = *pair->server;
   ASSERT_TRUE(server.WaitConnected().ok());
   const bool iwarp = IsIwarp(client.context()->device_attr().name);
-  if (!iwarp) EXPECT_EQ(client.qp()->state(), QpState::kRts);
+  if (!iwarp) {
+    EXPECT_EQ(client.qp()->state(), QpState::kRts);
+  }
 
   char out[16] = "hello, hw";
   char in[16] = {};

@@ -159,7 +159,7 @@ static void type1(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
 
   struct pair p = make_pair(pd, 0);
   const uint32_t old_rkey = mw->rkey;
-  int status;
+  int status = -1;
   EXPECT_RC("bind_mw.type1", 0,
             bind1(&p, mw, target, (uintptr_t)target->addr, 64, &status));
   probe_pass("bind_mw.type1_completes", status == IBV_WC_SUCCESS,
@@ -239,7 +239,7 @@ static void type2(struct ibv_mr *target, struct ibv_mr *local, char *buf) {
   struct pair p = make_pair(pd, 0);
   EXPECT_RC("bind_mw.type2_verb_refused", EINVAL, ibv_bind_mw(p.qp[1], mw, &b));
 
-  int status;
+  int status = -1;
   const uint32_t first = mw->rkey;
   const uint32_t rkey = ibv_inc_rkey(mw->rkey);
   EXPECT_RC("post_send.bind_mw_type2", 0,

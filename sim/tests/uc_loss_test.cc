@@ -182,7 +182,9 @@ void LoseOnePacketOfASend(const std::string& faults) {
   ExpectOneOk(l->Settle(l->cqa.get()), 11, WcOpcode::kSend);
   std::vector<WorkCompletion> r = l->Settle(l->cqb.get());
   ExpectOneOk(r, 1, WcOpcode::kRecv);
-  if (!r.empty()) EXPECT_EQ(r[0].byte_len, 100u);
+  if (!r.empty()) {
+    EXPECT_EQ(r[0].byte_len, 100u);
+  }
   EXPECT_EQ(l->B(0, 100), l->A(0, 100));
   EXPECT_EQ(l->Stats(l->qa.get()).retransmissions, 0u);
   // One message lost, counted once (a lost LAST is known only when the
@@ -293,7 +295,9 @@ TEST(UcLoss, SrqReceiveOfADroppedMessageIsReused) {
   EXPECT_EQ(l->Settle(l->cqa.get()).size(), 2u);
   std::vector<WorkCompletion> r = l->Settle(l->cqb.get());
   ExpectOneOk(r, 1, WcOpcode::kRecv);
-  if (!r.empty()) EXPECT_EQ(r[0].byte_len, 3 * kMtu);
+  if (!r.empty()) {
+    EXPECT_EQ(r[0].byte_len, 3 * kMtu);
+  }
   EXPECT_EQ(l->B(0, 3 * kMtu), l->A(0, 3 * kMtu));
   EXPECT_EQ(l->Stats(l->qb.get()).msg_drops, 1u);
 }

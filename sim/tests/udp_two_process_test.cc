@@ -35,8 +35,6 @@
 namespace verbsim::sim {
 namespace {
 
-constexpr uint32_t kBase = kDefaultAddressBase;  // the fabrics' default
-
 enum : uint32_t { kReady = 1, kAtomicsDone = 2, kBadRkeyDone = 3, kDone = 4 };
 
 TEST(UdpTwoProcess, RcSendWriteReadAtomicsAndBadRkey) {

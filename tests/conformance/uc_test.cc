@@ -188,7 +188,9 @@ TEST_P(UcTest, BadRkeyWriteIsDroppedSilently) {
   EXPECT_EQ(bbuf_.Bytes(0, 256), std::vector<uint8_t>(256, 0));
   EXPECT_EQ(qa_->state(), QpState::kRts);
   EXPECT_EQ(qb_->state(), QpState::kRts);
-  if (expect().counts_per_qp) EXPECT_EQ(CountersB().msg_drops, 1u);
+  if (expect().counts_per_qp) {
+    EXPECT_EQ(CountersB().msg_drops, 1u);
+  }
   ASSERT_OK(WriteA(2, 256));
   ASSERT_OK_AND_ASSIGN(WorkCompletion swc2, Await(a_->cq.get()));
   EXPECT_THAT(swc2, WcOk(2u, WcOpcode::kRdmaWrite)) << swc2;

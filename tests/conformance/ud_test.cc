@@ -151,7 +151,9 @@ TEST_P(UdTest, QkeyMismatchIsDroppedSilently) {
   ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(a_->cq.get()));
   EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend));
   EXPECT_THAT(Drain(b_->cq.get()), IsEmpty());
-  if (expect().counts_per_qp) EXPECT_EQ(CountersB().qkey_drops, 1u);
+  if (expect().counts_per_qp) {
+    EXPECT_EQ(CountersB().qkey_drops, 1u);
+  }
   // The receive is still there for the next datagram with the right key.
   ASSERT_OK(SendA(3, 8, qb_->qp_num()));
   ASSERT_OK_AND_ASSIGN(WorkCompletion rwc, Await(b_->cq.get()));
@@ -179,7 +181,9 @@ TEST_P(UdTest, NoReceivePostedDropsTheDatagram) {
   ASSERT_OK_AND_ASSIGN(WorkCompletion swc, Await(a_->cq.get()));
   EXPECT_THAT(swc, WcOk(2u, WcOpcode::kSend));
   EXPECT_THAT(Drain(b_->cq.get()), IsEmpty());
-  if (expect().counts_per_qp) EXPECT_EQ(CountersB().no_recv_drops, 1u);
+  if (expect().counts_per_qp) {
+    EXPECT_EQ(CountersB().no_recv_drops, 1u);
+  }
   EXPECT_EQ(qb_->state(), QpState::kRts);
   ASSERT_OK(PostRecvB(1, kGrh + 8));
   ASSERT_OK(SendA(3, 8, qb_->qp_num()));
