@@ -1,6 +1,6 @@
 // Completions and the completion queue: a send WQE's completion, pushing a
-// completion, notifying an armed CQ's channel, and overrun (ibv_poll_cq(3), ibv_req_notify_cq(3),
-// ibv_create_cq(3)).
+// completion, notifying an armed CQ's channel, and overrun (ibv_poll_cq(3),
+// ibv_req_notify_cq(3), ibv_create_cq(3)).
 #include <vector>
 
 #include "sim/fabric.h"
