@@ -20,7 +20,12 @@ class ByteReader {
 
   uint8_t U8() { return pos_ < size_ ? data_[pos_++] : 0; }
   // Little-endian, so a writer and a reader agree without thinking.
-  uint16_t U16() { return static_cast<uint16_t>(U8() | (U8() << 8)); }
+  // The low byte first, as ByteWriter writes it. (Two reads in one
+  // expression would be unsequenced: compilers differ in which comes first.)
+  uint16_t U16() {
+    const uint16_t lo = U8();
+    return static_cast<uint16_t>(lo | (U8() << 8));
+  }
   uint32_t U32() {
     uint32_t lo = U16();
     return lo | (static_cast<uint32_t>(U16()) << 16);

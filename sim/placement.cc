@@ -107,7 +107,12 @@ void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
   const bool in_order = fabric->profile().memory.places_messages_in_order;
   // A later write to the same bytes wins (requests execute in order, IBA
   // 9.5): what an earlier one still has pending lands first.
-  if (!in_order && Overlaps(qp, va, data.size())) FlushPlacements(qp);
+  if (!in_order && Overlaps(qp, va, data.size())) {
+    FlushPlacements(qp);
+    // What waited for the flushed data ran and may have moved the QP to
+    // ERR (a CQ overrun): then this packet's data does not land.
+    if (qp.state == verbsim::QpState::kErr) return;
+  }
   if (!fabric->options().randomize_schedule ||
       (data.size() <= kChunk &&
        (in_order || (fabric->memory_rng()() & 7) != 0))) {

@@ -26,11 +26,20 @@ void SendAck(QpCore& qp, uint32_t psn, uint8_t syndrome) {
   TransmitFrom(qp, std::move(p));
 }
 
+// Places the data earlier writes still have pending, which runs what waited
+// for it: their immediate completions and ACKs. A completion can overrun its
+// CQ and so move this QP to ERR (OverflowCq); then the packet being handled
+// is dropped here, with nothing taken from the flushed queues.
+bool FlushPlacementsLeftErr(QpCore& qp) {
+  FlushPlacements(qp);
+  return qp.state == verbsim::QpState::kErr;
+}
+
 // A NAK that ends the connection (IBA 9.9.3: responder class B/C/D errors):
 // the responder QP goes to ERR too. Earlier writes' data lands and is
 // acknowledged first.
 void FatalNak(QpCore& qp, uint32_t psn, NakCode code) {
-  FlushPlacements(qp);
+  if (FlushPlacementsLeftErr(qp)) return;
   SendAck(qp, psn, NakSyndrome(code));
   EnterError(qp);
 }
@@ -137,6 +146,10 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
   }
   const uint64_t len = p.payload.size();
   PlaceWriteData(qp, qp.write_va, std::move(p.payload));
+  // Placing may have flushed an earlier write that overlaps this one, and
+  // its completion may have moved the QP to ERR (see
+  // FlushPlacementsLeftErr): the rest of this packet is not executed.
+  if (qp.state == verbsim::QpState::kErr) return;
   qp.write_va += len;
   qp.write_left -= len;
   qp.epsn = PsnAdd(qp.epsn, 1);
@@ -428,8 +441,7 @@ void ResponderReceive(QpCore& qp, Packet& p) {
     return;
   }
   if (d < 0) {
-    FlushPlacements(qp);
-    HandleDuplicate(qp, p);
+    if (!FlushPlacementsLeftErr(qp)) HandleDuplicate(qp, p);
     return;
   }
   qp.nak_sent = false;
@@ -437,9 +449,12 @@ void ResponderReceive(QpCore& qp, Packet& p) {
   // or, where messages may land out of order, before a send, read or
   // atomic runs (docs/ordering.md rule W2; overlapping writes:
   // PlaceWriteData).
-  if (fabric->profile().memory.places_messages_in_order ||
-      !IsWrite(p.opcode)) {
-    FlushPlacements(qp);
+  if ((fabric->profile().memory.places_messages_in_order ||
+       !IsWrite(p.opcode)) &&
+      FlushPlacementsLeftErr(qp)) {
+    ++qp.packets_dropped;
+    fabric->TracePacket(TraceKind::kDrop, p, "QP cannot receive");
+    return;
   }
   // Opcode sequence (IBA 9.8.3.1): a multi-packet message continues with its
   // own MIDDLE/LAST packets and nothing else.
