@@ -144,6 +144,51 @@ void RunTwoProcesses(const std::function<void(int base, Channel&)>& parent,
       << "child failed (status " << status << "); see its output above";
 }
 
+void RunWithVictim(
+    const std::function<void(int base, Channel&,
+                             const std::function<void()>& kill_victim)>&
+        survivor,
+    const std::function<void(int base, Channel&)>& victim) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0) << "no two free UDP ports on loopback";
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0) << std::strerror(errno);
+  if (pid == 0) {
+    alarm(60);  // the child's own watchdog
+    close(to_child[1]);
+    close(to_parent[0]);
+    Channel ch{to_child[0], to_parent[1]};
+    victim(base, ch);
+    // The victim waits to be killed; an early return is a failure (exit 1)
+    // as much as a failed assertion (exit 2).
+    _exit(::testing::Test::HasFailure() ? 2 : 1);
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  Channel ch{to_parent[0], to_child[1]};
+  bool killed = false;
+  int status = 0;
+  const auto kill_victim = [&] {
+    if (killed) return;
+    killed = true;
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  };
+  survivor(base, ch, kill_victim);
+  if (!killed) {
+    kill_victim();
+    ADD_FAILURE() << "the survivor never killed the victim";
+  }
+  close(ch.rd);
+  close(ch.wr);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "the victim did not die of SIGKILL (status " << status
+      << "); see its output above";
+}
+
 // Exchanges Info: the parent writes first.
 bool Exchange(Channel& ch, const Info& mine, Info* peer, bool parent) {
   if (parent) return ch.Write(&mine, sizeof(mine)) && ch.Read(peer, sizeof(*peer));

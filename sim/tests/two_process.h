@@ -74,6 +74,17 @@ absl::Status Connect(Side& s, const Info& peer);
 void RunTwoProcesses(const std::function<void(int base, Channel&)>& parent,
                      const std::function<void(int base, Channel&)>& child);
 
+// Runs `victim` in a forked child and `survivor` here, with a channel each
+// way. The survivor is handed a function that kills the child with SIGKILL
+// and reaps it (a process dying mid-transfer); the child must end that way,
+// not by exiting. A child still alive when the survivor returns is killed
+// and counted as a failure.
+void RunWithVictim(
+    const std::function<void(int base, Channel&,
+                             const std::function<void()>& kill_victim)>&
+        survivor,
+    const std::function<void(int base, Channel&)>& victim);
+
 // Exchanges Info: the parent writes first.
 bool Exchange(Channel& ch, const Info& mine, Info* peer, bool parent);
 
