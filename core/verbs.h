@@ -117,6 +117,11 @@ class Cq : public VerbsObject {
   // ibv_req_notify_cq(3).
   virtual absl::Status ReqNotify(bool solicited_only) = 0;
   virtual CompChannel* channel() const = 0;
+  // ibv_resize_cq(3): room for at least `cqe` completions from now on
+  // (cqe() then says how many), keeping those the CQ holds. EINVAL for a
+  // size outside [1, max_cqe] or below the number of completions held, with
+  // the CQ unchanged; EOPNOTSUPP where the device cannot resize.
+  virtual absl::Status Resize(int cqe);
 };
 
 // struct ibv_ah.

@@ -9,6 +9,10 @@ absl::Status Mr::Rereg(uint32_t, Pd*, void*, size_t, uint32_t) {
   return Errno(EOPNOTSUPP, "ibv_rereg_mr is not supported by this provider");
 }
 
+absl::Status Cq::Resize(int) {
+  return Errno(EOPNOTSUPP, "ibv_resize_cq is not supported by this provider");
+}
+
 absl::Status Qp::BindMw(Mw*, const MwBind&) {
   return Errno(EOPNOTSUPP, "ibv_bind_mw is not supported by this provider");
 }

@@ -90,6 +90,18 @@ absl::Status HwCq::Destroy() {
   return absl::OkStatus();
 }
 
+absl::Status HwCq::Resize(int cqe) {
+  if (res_ == nullptr) return Dead("cq");
+  int ret = ibv_resize_cq(res_->cq, cqe);
+  if (ret != 0) {
+    return SysError(ErrnoFromReturn(ret),
+                    absl::StrFormat("ibv_resize_cq(cq %u, cqe %d)",
+                                    res_->cq->handle, cqe));
+  }
+  cqe_ = res_->cq->cqe;
+  return absl::OkStatus();
+}
+
 absl::Status HwCq::ReqNotify(bool solicited_only) {
   if (res_ == nullptr) return Dead("cq");
   int ret = ibv_req_notify_cq(res_->cq, solicited_only ? 1 : 0);

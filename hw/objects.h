@@ -221,6 +221,7 @@ class HwCq final : public Cq {
   absl::StatusOr<int> Poll(absl::Span<WorkCompletion> wcs) override;
   absl::Status ReqNotify(bool solicited_only) override;
   CompChannel* channel() const override { return channel_; }
+  absl::Status Resize(int cqe) override;
 
   void AckEvents(unsigned int count) {
     if (res_ != nullptr) res_->Ack(count);

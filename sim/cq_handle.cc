@@ -96,6 +96,28 @@ class SimCq : public Cq {
     st_->armed = true;
     return absl::OkStatus();
   }
+  absl::Status Resize(int cqe) override {
+    Lock lock(*fabric_);
+    const SimProfile& profile = fabric_->profile();
+    if (!profile.resizes_cq) {
+      return Errno(EOPNOTSUPP, "the %s profile cannot resize a CQ", profile.name);
+    }
+    if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
+    // The checks of rxe_cq_chk_attr: a size in [1, max_cqe], and room for
+    // the completions the CQ holds.
+    const int max_cqe = profile.device.max_cqe;
+    if (cqe < 1 || cqe > max_cqe) {
+      return Errno(EINVAL, "cqe %d outside [1, max_cqe %d]", cqe, max_cqe);
+    }
+    if (static_cast<size_t>(cqe) < st_->entries.size()) {
+      return Errno(EINVAL, "cqe %d is below the %zu completions cq %u holds",
+                   cqe, st_->entries.size(), st_->id);
+    }
+    // Rounded as at creation (ibv_resize_cq(3): at least cqe entries).
+    st_->cqe = static_cast<int>(
+        RoundQueue(profile.queue_rounding, static_cast<uint32_t>(cqe)));
+    return absl::OkStatus();
+  }
   const std::shared_ptr<CqState>& state() const { return st_; }
 
  private:

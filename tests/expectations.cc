@@ -130,6 +130,7 @@ Expectations Siw() {
   e.sq_full_at_depth = false;
   e.solicited_only_events = false;
   e.next_arming_survives_solicited = false;
+  e.resizes_cq = false;
   e.min_pkey_tbl_len = 0;
   e.flushes_send_posted_in_err = false;
   // siw_qp_tx.c: a failed SQE completes LOC_QP_OP_ERR; a READ's sink fails

@@ -230,6 +230,8 @@ struct Expectations {
   // for the next completion (IBA C11-31, C11-32; siw_req_notify_cq takes the
   // last request: the CQ then waits for a solicited one).
   bool next_arming_survives_solicited = true;
+  // ibv_resize_cq is supported (libsiw has none: EOPNOTSUPP).
+  bool resizes_cq = true;
   // Port attributes: the P_Key table's least length (iWARP: 0).
   int min_pkey_tbl_len = 1;
 };

@@ -13,26 +13,6 @@ ctypes.set_errno(0)
 ptr = lib.ibv_import_device(3)
 print(f"RESULT ibv_import_device {ptr} {ctypes.get_errno()}", flush=True)
 
-# ibv_resize_cq of a real CQ (the CQ is looked up first, as the kernel does).
-lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
-lib.ibv_get_device_list.argtypes = [ctypes.c_void_p]
-lib.ibv_open_device.restype = ctypes.c_void_p
-lib.ibv_open_device.argtypes = [ctypes.c_void_p]
-lib.ibv_create_cq.restype = ctypes.c_void_p
-lib.ibv_create_cq.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                              ctypes.c_void_p, ctypes.c_int]
-lib.ibv_resize_cq.restype = ctypes.c_int
-lib.ibv_resize_cq.argtypes = [ctypes.c_void_p, ctypes.c_int]
-devices = lib.ibv_get_device_list(None)
-context = lib.ibv_open_device(devices[0])
-cq = lib.ibv_create_cq(context, 8, None, None, 0)
-if not cq:
-    print("ibv_create_cq failed", flush=True)
-    sys.exit(1)
-ctypes.set_errno(0)
-rc = lib.ibv_resize_cq(cq, 64)
-print(f"RESULT ibv_resize_cq {rc} {ctypes.get_errno()}", flush=True)
-
 # Through pyverbs: the header's inline ibv_create_cq_ex reaches the
 # verbs_context entry, which covers the standard completion fields but not
 # completion timestamps.

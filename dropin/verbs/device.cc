@@ -4,6 +4,7 @@
 //   VERBSIM_PROFILE  sim profile (sim/profile.h: ibta, rxe, ...; default ibta)
 //   VERBSIM_SEED, VERBSIM_FAULTS  read by the sim provider (sim/faults.h)
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -251,7 +252,11 @@ ibv_context* ibv_open_device(ibv_device* device) {
   c.ops.alloc_mw = AllocMwOp;
   c.ops.dealloc_mw = DeallocMwOp;
   c.ops.bind_mw = BindMwOp;
-  c.cmd_fd = -1;
+  // The uverbs command fd of a device context: programs dup it to share the
+  // context (pyverbs' shared-PD tests) or print it. A memfd named after the
+  // device stands for it: a real descriptor, closed with the context.
+  c.cmd_fd = memfd_create(("verbsim-uverbs-" + std::string(device->name)).c_str(),
+                          MFD_CLOEXEC);
   c.async_fd = ctx->async_pipe.read_fd;
   c.num_comp_vectors = 1;
   pthread_mutex_init(&c.mutex, nullptr);
@@ -264,6 +269,7 @@ int ibv_close_device(ibv_context* context) {
   Ctx* ctx = CtxOf(context);
   StopAsyncPump(ctx);
   ctx->async_pipe.Close();
+  if (context->cmd_fd >= 0) close(context->cmd_fd);
   delete ctx;
   return 0;
 }
@@ -325,7 +331,12 @@ ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries,
     absl::StatusOr<PortAttr> pa = ctx->impl->QueryPort(port);
     if (!pa.ok()) continue;
     for (int i = 0; i < pa->gid_tbl_len; ++i) {
-      if (n == max_entries) return -ENOMEM;
+      // A table that does not fit is EINVAL (the kernel's
+      // rdma_query_gid_table), whatever the buffer holds so far.
+      if (n == max_entries) {
+        errno = EINVAL;
+        return -EINVAL;
+      }
       if (_ibv_query_gid_ex(context, port, i, &entries[n], 0,
                             sizeof(ibv_gid_entry)) == 0) ++n;
     }
@@ -363,10 +374,14 @@ int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) {
   return -1;
 }
 
+// No device reads the process's pages by DMA here: a child's copy-on-write
+// pages can never be what a region of the parent points at, so fork safety
+// is not needed, as libibverbs reports on kernels with copy-on-fork for
+// pinned pages (ibv_fork_init(3): IBV_FORK_UNNEEDED).
 int ibv_fork_init(void) { return 0; }
 
 enum ibv_fork_status ibv_is_fork_initialized(void) {
-  return IBV_FORK_DISABLED;
+  return IBV_FORK_UNNEEDED;
 }
 
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buf,

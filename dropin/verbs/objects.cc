@@ -99,12 +99,22 @@ namespace verbsim::dropin {
 
 // verbs_context::create_qp_ex: an RC, UC or UD QP of a PD, with the
 // ibv_wr_* send API when send_ops_flags asks for it (ibv_create_qp_ex(3));
-// XRC, RSS, TSO and the rest are not covered.
+// XRC, RSS, TSO, creation flags and the rest are not covered.
 ibv_qp* CreateQpExOp(ibv_context* context, ibv_qp_init_attr_ex* ex) {
   (void)context;
-  const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                         IBV_QP_INIT_ATTR_CREATE_FLAGS;
   if ((ex->comp_mask & ~known) != 0 || ex->pd == nullptr) {
-    Unsupported("ibv_create_qp_ex (comp_mask beyond PD and SEND_OPS_FLAGS)");
+    Unsupported(
+        "ibv_create_qp_ex (comp_mask beyond PD, SEND_OPS_FLAGS and "
+        "CREATE_FLAGS)");
+    return nullptr;
+  }
+  // No creation flag is supported, as on rxe (rxe_create_qp refuses any);
+  // the mask bit with no flag set is accepted.
+  if ((ex->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 &&
+      ex->create_flags != 0) {
+    Unsupported("ibv_create_qp_ex with create_flags");
     return nullptr;
   }
   const uint64_t ops_known =
@@ -340,7 +350,6 @@ int ibv_destroy_cq(ibv_cq* cq) {
 }
 
 int ibv_resize_cq(ibv_cq* cq, int cqe) {
-  (void)cqe;
   // A device without resize says so before the lookup (libsiw).
   const sim::SimProfile* profile = ProfileOf(cq);
   if (profile != nullptr && !profile->resizes_cq) {
@@ -349,7 +358,13 @@ int ibv_resize_cq(ibv_cq* cq, int cqe) {
   }
   ObjectUse use = UseObject(cq, ObjectKind::kCq, &cq->handle);
   if (use.error()) return use.error();
-  return Unsupported("ibv_resize_cq");
+  auto* w = WrapOf<CqWrap>(cq);
+  if (absl::Status s = w->impl->Resize(cqe); !s.ok()) {
+    return ErrnoFrom(s, "ibv_resize_cq");
+  }
+  // ibv_cmd_resize_cq gives the new size back in cq->cqe.
+  cq->cqe = w->impl->cqe();
+  return 0;
 }
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {

@@ -319,6 +319,75 @@ TEST_P(CqTest, OverflowRaisesCqErrAndMovesTheQpToErr) {
 
 INSTANTIATE_PROVIDER_TEST_SUITE_P(CqTest);
 
+// ibv_resize_cq(3): a new size, the completions held kept; a size outside
+// [1, max_cqe] or below what the CQ holds is EINVAL with the CQ unchanged
+// (rxe_cq.c rxe_cq_chk_attr).
+class CqResizeTest : public ProviderTest {};
+
+TEST_P(CqResizeTest, UnsupportedIsEopnotsuppAndKeepsTheSize) {
+  if (expect().resizes_cq) GTEST_SKIP() << "the provider resizes CQs";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq, context->CreateCq(16, nullptr));
+  const int before = cq->cqe();
+  EXPECT_THAT(cq->Resize(64), HasErrno(EOPNOTSUPP));
+  EXPECT_EQ(cq->cqe(), before);
+}
+
+TEST_P(CqResizeTest, GrowsAndShrinks) {
+  if (!expect().resizes_cq) GTEST_SKIP() << "the provider has no ibv_resize_cq";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq, context->CreateCq(16, nullptr));
+  ASSERT_OK(cq->Resize(1000));
+  EXPECT_GE(cq->cqe(), 1000);
+  EXPECT_LE(cq->cqe(), context->device_attr().max_cqe);
+  ASSERT_OK(cq->Resize(8));
+  EXPECT_GE(cq->cqe(), 8);
+  EXPECT_LT(cq->cqe(), 1000);
+}
+
+TEST_P(CqResizeTest, OutOfRangeIsEinvalAndKeepsTheSize) {
+  if (!expect().resizes_cq) GTEST_SKIP() << "the provider has no ibv_resize_cq";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Context> context, OpenDevice());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq, context->CreateCq(16, nullptr));
+  const int before = cq->cqe();
+  EXPECT_THAT(cq->Resize(0), HasErrno(EINVAL));
+  EXPECT_THAT(cq->Resize(-1), HasErrno(EINVAL));
+  EXPECT_THAT(cq->Resize(context->device_attr().max_cqe + 1), HasErrno(EINVAL));
+  EXPECT_EQ(cq->cqe(), before);
+}
+
+// Four receives complete on the server's CQ, unpolled (each send's
+// completion at the client means its receive has completed): shrinking
+// below four is refused, to four is not, and all four are still there.
+TEST_P(CqResizeTest, KeepsTheCompletionsItHolds) {
+  if (!expect().resizes_cq) GTEST_SKIP() << "the provider has no ibv_resize_cq";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_OK(p->server().PostRecv(i, p->sbuf.data() + 64 * i, 64,
+                                   p->smr.get()));
+  }
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_OK(p->client().PostSend(10 + i, p->cbuf.data(), 8, p->cmr.get(),
+                                   kSendSignaled));
+  }
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_OK_AND_ASSIGN(WorkCompletion wc, p->client().GetSendComp(kTimeout));
+    EXPECT_THAT(wc, WcOk(10 + i, WcOpcode::kSend)) << wc;
+  }
+  Cq* cq = p->server().recv_cq();
+  const int before = cq->cqe();
+  EXPECT_THAT(cq->Resize(3), HasErrno(EINVAL));
+  EXPECT_EQ(cq->cqe(), before);
+  ASSERT_OK(cq->Resize(4));
+  EXPECT_GE(cq->cqe(), 4);
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_OK_AND_ASSIGN(WorkCompletion wc, p->server().GetRecvComp(kTimeout));
+    EXPECT_THAT(wc, WcOk(i, WcOpcode::kRecv)) << wc;
+  }
+}
+
+INSTANTIATE_PROVIDER_TEST_SUITE_P(CqResizeTest);
+
 }  // namespace
 }  // namespace testing
 }  // namespace verbsim
