@@ -145,8 +145,12 @@ bool Worker::Run() {
     }
   }
   // Every process keeps its node until every other one has ended, so that
-  // the last ACKs of every stream find their QPs.
-  if (!stopped_) {
+  // the last ACKs of every stream find their QPs. After a fatal finding the
+  // node stays a moment too, so that what its progress thread still sends
+  // (a NAK, say) reaches the peers and they see the first cause.
+  if (stopped_) {
+    absl::SleepFor(absl::Seconds(1));
+  } else {
     std::printf("waiting for the others to end\n");
     std::fflush(stdout);
     if (absl::Status st = Barrier("done", absl::Seconds(o_.watchdog));
