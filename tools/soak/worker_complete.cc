@@ -117,7 +117,7 @@ void Worker::Complete(const WorkCompletion& wc) {
 
 void Worker::CheckRead(int peer, int slot) {
   OutStream& s = out_[peer];
-  const uint8_t* got = s.read_dst + size_t{static_cast<size_t>(slot)} * kMaxRead;
+  const uint8_t* got = s.read_dst + static_cast<size_t>(slot) * kMaxRead;
   const uint32_t stream = static_cast<uint32_t>(o_.index * 256 + peer);
   for (uint32_t i = 0; i < s.read_len[slot]; ++i) {
     if (got[i] != PatternByte(stream, s.read_offset[slot] + i)) {
@@ -169,7 +169,7 @@ void Worker::TakeData(int peer, int slot, const WorkCompletion& wc) {
   InStream& r = in_[peer];
   r.last_heard = absl::Now();
   ++r.consumed;
-  uint8_t* recv_at = r.recv + size_t{static_cast<size_t>(slot)} * kMaxMsg;
+  uint8_t* recv_at = r.recv + static_cast<size_t>(slot) * kMaxMsg;
   Header h;
   std::string bad;
   const uint8_t* at = recv_at;
@@ -299,7 +299,7 @@ void Worker::TakeAck(int peer, int slot, const WorkCompletion& wc) {
 }
 
 void Worker::TakeUd(int slot, const WorkCompletion& wc) {
-  uint8_t* at = ud_recv_ + size_t{static_cast<size_t>(slot)} * (kGrh + kMaxUd);
+  uint8_t* at = ud_recv_ + static_cast<size_t>(slot) * (kGrh + kMaxUd);
   const uint8_t* payload = at + kGrh;
   Header h;
   std::string bad;

@@ -72,7 +72,7 @@ bool Worker::PostSend(int peer, bool fin) {
   if (!CanConsume(s, fin ? 0 : 1)) return false;
   const int slot = static_cast<int>(s.sends % kSendSlots);
   if (s.send_busy[slot] != 0) return false;
-  uint8_t* buf = s.send_src + size_t{static_cast<size_t>(slot)} * kMaxMsg;
+  uint8_t* buf = s.send_src + static_cast<size_t>(slot) * kMaxMsg;
   Header h;
   h.kind = fin ? Kind::kFin : Kind::kSend;
   h.src = static_cast<uint8_t>(o_.index);
@@ -124,7 +124,7 @@ bool Worker::PostWrite(int peer, bool imm) {
   if (w - s.writes_checked > kWriteSlots) return false;
   const int slot = static_cast<int>(w % kWriteSlots);
   if (s.write_busy[slot] != 0) return false;
-  uint8_t* buf = s.write_src + size_t{static_cast<size_t>(slot)} * kMaxMsg;
+  uint8_t* buf = s.write_src + static_cast<size_t>(slot) * kMaxMsg;
   Header h;
   h.kind = imm ? Kind::kWriteImm : Kind::kWrite;
   h.src = static_cast<uint8_t>(o_.index);
@@ -141,7 +141,7 @@ bool Worker::PostWrite(int peer, bool imm) {
   wr.send_flags = kSendSignaled;
   wr.imm_data = static_cast<uint32_t>(w);
   wr.sg_list = absl::MakeConstSpan(&sge, 1);
-  wr.rdma.remote_addr = s.remote_ring + size_t{static_cast<size_t>(slot)} * kMaxMsg;
+  wr.rdma.remote_addr = s.remote_ring + static_cast<size_t>(slot) * kMaxMsg;
   wr.rdma.rkey = s.rkey;
   if (o_.inject == Inject::kError && o_.index == 0 && peer == 1 &&
       w == kInjectAt) {
@@ -170,7 +170,7 @@ bool Worker::PostRead(int peer) {
   if (s.read_busy[slot] != 0) return false;
   const uint32_t len = RandomSize(&rng_, 1, kMaxRead);
   const uint64_t offset = Random(&rng_) % (kReadRegion - len + 1);
-  uint8_t* dst = s.read_dst + size_t{static_cast<size_t>(slot)} * kMaxRead;
+  uint8_t* dst = s.read_dst + static_cast<size_t>(slot) * kMaxRead;
   // Poison: every byte differs from what the read must bring.
   const uint32_t stream = static_cast<uint32_t>(o_.index * 256 + peer);
   for (uint32_t i = 0; i < len; ++i) {
@@ -212,7 +212,7 @@ bool Worker::PostUd(int peer) {
   s.ud_window_full_since = absl::InfinitePast();
   const int slot = static_cast<int>(ud_posted_ % kUdSlots);
   if (ud_busy_[slot] != 0) return false;
-  uint8_t* buf = ud_src_ + size_t{static_cast<size_t>(slot)} * kMaxUd;
+  uint8_t* buf = ud_src_ + static_cast<size_t>(slot) * kMaxUd;
   Header h;
   h.kind = Kind::kUd;
   h.src = static_cast<uint8_t>(o_.index);

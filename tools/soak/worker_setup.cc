@@ -1,5 +1,6 @@
 // The soak worker's setup: its node of the fabric, its QPs and memory, the
 // meeting with the other processes and the fault rules.
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -108,7 +109,7 @@ absl::Status Worker::CreateObjects() {
                         size_t{kWriteSlots} * kMaxMsg + kReadRegion +
                         kAckSlots * kAckBytes;
   const size_t ud = size_t{kUdSlots} * kMaxUd +
-                    size_t{ud_recvs_} * (kGrh + kMaxUd);
+                    static_cast<size_t>(ud_recvs_) * (kGrh + kMaxUd);
   arena_.assign(peers * (per_out + per_in) + ud, 0);
   auto take = [this](size_t n) {
     uint8_t* p = arena_.data() + arena_used_;
@@ -140,7 +141,7 @@ absl::Status Worker::CreateObjects() {
   if (!ud_qp.ok()) return ud_qp.status();
   ud_qp_ = *std::move(ud_qp);
   ud_src_ = take(size_t{kUdSlots} * kMaxUd);
-  ud_recv_ = take(size_t{ud_recvs_} * (kGrh + kMaxUd));
+  ud_recv_ = take(static_cast<size_t>(ud_recvs_) * (kGrh + kMaxUd));
   for (int p = 0; p < o_.procs; ++p) {
     if (p == o_.index) continue;
     OutStream& s = out_[p];
@@ -311,7 +312,7 @@ absl::Status Worker::Setup() {
   }
   for (int i = 0; i < ud_recvs_; ++i) {
     if (absl::Status st = Repost(ud_qp_.get(), WrId(Tag::kRecvUd, 0, i, 0),
-                                 ud_recv_ + size_t{i} * (kGrh + kMaxUd),
+                                 ud_recv_ + static_cast<size_t>(i) * (kGrh + kMaxUd),
                                  kGrh + kMaxUd);
         !st.ok()) {
       return st;
@@ -330,7 +331,7 @@ absl::Status Worker::Setup() {
     for (int i = 0; i < kRecvSlots; ++i) {
       if (absl::Status st =
               Repost(in_[p].qp.get(), WrId(Tag::kRecvData, p, i, 0),
-                     in_[p].recv + size_t{i} * kMaxMsg, kMaxMsg);
+                     in_[p].recv + static_cast<size_t>(i) * kMaxMsg, kMaxMsg);
           !st.ok()) {
         return st;
       }
