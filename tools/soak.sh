@@ -143,8 +143,12 @@ echo "soak: ${procs} processes, ${seconds} s, seed ${seed}, faults ${faults}," \
   "load ${load} busy processes, watchdog ${watchdog} s," \
   "RSS bound +${rss_bound_mb} MiB, UDP ports ${port}.." >&2
 
+# The run's deadline (the watcher below enforces it). The load spins until
+# it is killed, and never past the deadline even if this script is killed
+# with SIGKILL (the workers have their own alarm too).
+deadline=$(( seconds + 4 * watchdog + 150 ))
 for (( i = 0; i < load; ++i )); do
-  bash -c 'while :; do :; done' &
+  bash -c "end=\$(( SECONDS + ${deadline} )); while (( SECONDS < end )); do :; done" &
   load_pids+=($!)
 done
 # An ASan build's quarantine holds freed memory (up to 256 MB) by design,
@@ -166,7 +170,6 @@ done
 hang=""
 declare -a rc last_line last_change
 start="${SECONDS}"
-deadline=$(( seconds + 4 * watchdog + 150 ))
 first_failure_at=""
 for (( i = 0; i < procs; ++i )); do
   rc[i]=""
