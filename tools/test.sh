@@ -21,7 +21,8 @@
 # Before step 1, tools/paths_check.py: every repository path named in a
 # comment or a document exists. After step 1, tools/examples_test.sh: the
 # Debian package installed into a scratch root and the example projects
-# (examples/) built and run against it.
+# (examples/) built and run against it; then tools/soak.sh --seconds 60 (a
+# soak run of 4 processes on one sim fabric, about 65 s, docs/reliability.md).
 # Every step runs even if an earlier one failed; the exit status is non-zero
 # if any failed. The Bazel server is always shut down at the end. The last
 # line printed is "tests: N passed, N failed" for the test targets of step 1.
@@ -220,6 +221,16 @@ count_results "${log}"
 echo "==> examples: tools/examples_test.sh" >&2
 if ! bash tools/examples_test.sh; then
   echo "==> examples: FAILED" >&2
+  status=1
+fi
+# A 60-second soak run on the plain build: worker processes on one sim fabric
+# over UDP, mixed RC and UD traffic under fault rules, beside a CPU load; every
+# message checked, memory and progress watched (docs/reliability.md "Soak").
+echo "==> soak: tools/soak.sh --seconds 60" >&2
+if bash tools/soak.sh --seconds 60; then
+  echo "==> soak: passed" >&2
+else
+  echo "==> soak: FAILED" >&2
   status=1
 fi
 step "asan" test "${bazel_flags[@]}" --config=asan --test_output=errors //...
