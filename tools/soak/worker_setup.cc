@@ -26,7 +26,11 @@ uint32_t FirstPsn(int a, int b, bool back) {
 
 EndpointAttr QpAttrs() {
   EndpointAttr attr;
-  attr.timeout = 14;    // 67 ms
+  // 4.096 us x 2^16 = 268 ms, seven retries: a peer may be silent for about
+  // 2 s before RETRY_EXC_ERR. Across processes the ACK timer runs on the wall
+  // clock (docs/udp-transport.md), and on a loaded machine, beside the load
+  // the run adds, a process can be descheduled for far longer than 67 ms x 8.
+  attr.timeout = 16;
   attr.retry_cnt = 7;
   attr.rnr_retry = 7;   // never an error
   attr.path_mtu = Mtu::k1024;
