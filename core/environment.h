@@ -29,6 +29,12 @@ inline constexpr char kNodes[] = "VERBSIM_NODES";
 inline constexpr char kProfile[] = "VERBSIM_PROFILE";
 inline constexpr char kKeep[] = "VERBSIM_KEEP";
 inline constexpr char kDebug[] = "VERBSIM_DEBUG";
+// The CM's timeouts and retries (core/cm_timing.h): the drop-in librdmacm
+// and the sim provider.
+inline constexpr char kCmResponseTimeout[] = "VERBSIM_CM_RESPONSE_TIMEOUT";
+inline constexpr char kCmRetries[] = "VERBSIM_CM_RETRIES";
+inline constexpr char kCmMraTimeout[] = "VERBSIM_CM_MRA_TIMEOUT";
+inline constexpr char kCmPacketLifetime[] = "VERBSIM_CM_PACKET_LIFETIME";
 // What the tools, fuzzers and benchmarks read.
 inline constexpr char kDropinDir[] = "VERBSIM_DROPIN_DIR";
 inline constexpr char kFuzzVerbose[] = "VERBSIM_FUZZ_VERBOSE";

@@ -1,5 +1,6 @@
 #include "sim/sim_provider.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/cm_timing.h"
 #include "core/environment.h"
 #include "core/errors.h"
 #include "sim/handles.h"
@@ -27,6 +29,17 @@ struct ConnRequest {
   bool client_alive = true;
   bool established = false;
   bool rejected = false;
+  // When the connecting side's CM gives the request up if nobody accepted
+  // it: the listener's CM answers the repeated REQ with an MRA, so the
+  // request lives its first try and every MRA-stretched retry
+  // (core/cm_timing.h UnansweredReqMs; the drop-in librdmacm's model).
+  // Decided from this time alone, so it does not depend on who waits.
+  std::chrono::steady_clock::time_point expires =
+      std::chrono::steady_clock::time_point::max();
+  bool Expired() const {
+    return !established && !rejected &&
+           std::chrono::steady_clock::now() >= expires;
+  }
 };
 
 struct ListenerState {
@@ -41,6 +54,7 @@ struct ListenerState {
 struct SimProvider::CmState {
   std::mutex mu;  // taken before the fabric mutex, never after
   std::condition_variable cv;
+  CmTiming timing;  // the kernel's, or VERBSIM_CM_*
   std::map<std::string, std::shared_ptr<ListenerState>> listeners;
   int next_port = 1;
 };
@@ -58,12 +72,23 @@ class SimConnection : public Endpoint::Connection {
   }
   absl::Status WaitEstablished(absl::Duration timeout) override {
     std::unique_lock<std::mutex> lock(cm_->mu);
-    cm_->cv.wait_until(lock, absl::ToChronoTime(absl::Now() + timeout), [&] {
+    const auto caller_deadline = std::chrono::steady_clock::now() +
+                                 absl::ToChronoNanoseconds(timeout);
+    cm_->cv.wait_until(lock, std::min(caller_deadline, request_->expires), [&] {
       return request_->established || request_->rejected;
     });
     if (request_->established) return absl::OkStatus();
     if (request_->rejected) {
       return Errno(ECONNREFUSED, "the listener went away before accepting");
+    }
+    if (request_->Expired()) {
+      // rdma_cm's UNREACHABLE -ETIMEDOUT (cma.c cma_ib_handler,
+      // IB_CM_REQ_ERROR).
+      return Errno(ETIMEDOUT,
+                   "connection request not accepted: the CM gave it up after "
+                   "%d tries (%d ms)",
+                   cm_->timing.max_retries + 1,
+                   static_cast<int>(UnansweredReqMs(cm_->timing)));
     }
     return Errno(ETIMEDOUT, "not accepted within %s",
                  absl::FormatDuration(timeout));
@@ -102,6 +127,8 @@ class SimListener : public Listener {
       std::shared_ptr<ConnRequest> req = st_->pending.front();
       st_->pending.pop_front();
       if (!req->client_alive) continue;  // the connecting side went away
+      // Given up by the connecting side's CM: a late answer is ignored.
+      if (req->Expired()) continue;
       absl::StatusOr<std::unique_ptr<Endpoint>> server =
           Endpoint::Create(OpenSimContext(fabric_, st_->device), st_->attr);
       if (!server.ok()) {
@@ -251,7 +278,11 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   if (fo.udp.base_port != 0 && fo.udp.local_nodes.empty()) {
     fo.udp.local_nodes.push_back(0);
   }
+  std::string cm_error;
+  const CmTiming timing = CmTimingFromEnv(&cm_error);
+  if (!cm_error.empty()) return Errno(EINVAL, "%s", cm_error);
   auto provider = std::make_unique<SimProvider>(std::move(fo));
+  provider->cm_->timing = timing;
   if (absl::Status s = provider->fabric().AddFaultPlan(*std::move(faults));
       !s.ok()) {
     return s;
@@ -354,6 +385,8 @@ absl::StatusOr<std::unique_ptr<Endpoint>> SimProvider::Connect(
     return Errno(ECONNREFUSED, "no listener on %s", address);
   }
   auto req = std::make_shared<ConnRequest>();
+  req->expires = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(UnansweredReqMs(cm_->timing));
   req->attr = attr;
   req->client_qp = (*ep)->qp();
   req->client_gid = *gid;

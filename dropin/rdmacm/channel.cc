@@ -173,6 +173,9 @@ using verbsim::rdmacm::Fail;
 extern "C" {
 
 rdma_event_channel* rdma_create_event_channel(void) {
+  // Opens the devices and announces this process's nodes, as librdmacm's
+  // ucma_init does here.
+  verbsim::rdmacm::LocalNodes();
   Channel* c = verbsim::rdmacm::NewChannel();
   return c == nullptr ? nullptr : &c->ch;
 }

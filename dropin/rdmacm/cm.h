@@ -14,11 +14,14 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "core/cm_timing.h"
 
 namespace verbsim::rdmacm {
 
@@ -59,6 +62,13 @@ const std::string& SocketNamespace();
 ibv_gid GidOfIp(uint32_t ip);
 // The PD rdma_create_qp uses when given none.
 ibv_pd* DefaultPd(Node* node);
+// The CM's timeouts and retries of this process (core/cm_timing.h), read
+// with the nodes.
+const CmTiming& Timing();
+// Whether a process owns the fabric node with this address: each process
+// announces its nodes with one abstract socket per node (nodes.cc), as a
+// host answers ARP for its address.
+bool NodePresent(uint32_t ip);
 
 // ---- Events and channels ---------------------------------------------------
 
@@ -96,6 +106,7 @@ int Take(Channel* channel, Event** event);
 enum class State {
   kIdle,
   kBound,
+  kAddrQuery,        // rdma_resolve_addr waiting for the node's owner
   kAddrResolved,
   kRouteResolved,
   kListening,
@@ -107,7 +118,10 @@ enum class State {
   kDisconnecting,    // DREQ sent
   kDisconnected,
   kRejected,
+  kTimedOut,         // the CM gave up: UNREACHABLE -ETIMEDOUT was reported
 };
+
+using Clock = std::chrono::steady_clock;
 
 // The peer's side of a connection, from its REQ or REP.
 struct Peer {
@@ -120,6 +134,8 @@ struct Peer {
   uint8_t retry_count = 7;
   uint8_t rnr_retry_count = 7;
 };
+
+struct Msg;
 
 struct Id {
   rdma_cm_id id;  // first
@@ -150,6 +166,23 @@ struct Id {
   bool disconnect_reported = false;  // DISCONNECTED went out (only once)
   bool disconnect_waited = false;    // a sync rdma_disconnect took it
   Event* last = nullptr;  // a sync id's event, freed with the next one
+  // The CM's retry timer (cm.c: a MAD's timeout_ms and retries), run by the
+  // service thread: armed for a REQ, SIDR REQ or REP waiting for its answer
+  // and for an address query.
+  Clock::time_point deadline{};
+  bool timer_armed = false;
+  int tries_left = 0;      // retransmissions still to send
+  int64_t try_ms = 0;      // the wait of one try; an MRA lengthens it
+  bool mra_received = false;
+  Msg* resend = nullptr;   // the message a retry sends again
+  // rdma_resolve_addr: when it gives up (timeout_ms after the call), and
+  // the state to return to then.
+  Clock::time_point resolve_deadline{};
+  State resolve_from = State::kIdle;
+  bool passive = false;    // made by a CONNECT_REQUEST
+  // From the peer's REQ: the response timeout and retries its REP uses.
+  uint8_t req_response_timeout = 20;
+  uint8_t req_max_retries = 15;
 };
 
 inline Id* IdOf(rdma_cm_id* id) { return reinterpret_cast<Id*>(id); }
@@ -187,6 +220,7 @@ enum class MsgType : uint32_t {
   kDrep,
   kSidrReq,
   kSidrRep,
+  kMra,
 };
 
 struct Msg {
@@ -194,7 +228,7 @@ struct Msg {
   uint32_t qpn;
   uint32_t psn;
   uint32_t qkey;
-  uint32_t status;       // REJ reason, SIDR REP status
+  uint32_t status;       // REJ reason, SIDR REP status, MRA service timeout
   uint32_t src_ip;       // network order
   uint32_t dst_ip;
   uint16_t src_port;     // network order
@@ -204,6 +238,8 @@ struct Msg {
   uint8_t initiator_depth;
   uint8_t retry_count;
   uint8_t rnr_retry_count;
+  uint8_t cm_response_timeout;  // REQ: the sender's (its REP's try)
+  uint8_t max_cm_retries;       // REQ: the sender's (its REP's retries)
   uint8_t private_data_len;
   uint8_t private_data[kMaxPrivateData];
 };
@@ -219,8 +255,20 @@ int ConnectSocket(Id* id);
 bool SendMsg(Id* id, const Msg& msg);
 // Fills the parts of a message every sender fills (addresses, GID).
 Msg MsgFrom(const Id* id, MsgType type);
-// Closes id's sockets and forgets them (under CmMutex).
+// Closes id's sockets and forgets them, and stops its timer (under
+// CmMutex).
 void CloseSockets(Id* id);
+// The service thread's timer for `id` (under CmMutex): ArmTimer runs OnTimer
+// once `after_ms` have passed, unless stopped or armed again meanwhile.
+void ArmTimer(Id* id, int64_t after_ms);
+void StopTimer(Id* id);
+// Starts the CM's retries of `msg`, just sent: `retries` more sends, one
+// every `try_ms`, then OnTimer's verdict (connect.cc).
+void StartRetries(Id* id, const Msg& msg, int retries, int64_t try_ms);
+// A timer ran out (connect.cc; under CmMutex).
+void OnTimer(Id* id);
+// An address query's timer ran out (ids.cc; under CmMutex).
+void OnAddrTimer(Id* id);
 // Handles a message (or the loss of the connection, when msg is null) that
 // arrived on id's connection; under CmMutex (connect.cc).
 void OnMessage(Id* id, const Msg* msg);

@@ -11,6 +11,20 @@
 // UNREACHABLE with status 1 (IB_SIDR_UNSUPPORTED). An event's private data
 // is the whole field of its message, zero-padded past what the peer gave
 // (cma.c reports the field's size, e.g. IB_CM_REP_PRIVATE_DATA_SIZE).
+//
+// Timeouts and retries are the kernel CM's (core/cm_timing.h): a REQ, SIDR
+// REQ, REP or DREQ that gets no answer is sent again after each try, up to
+// the retry count, and then given up: UNREACHABLE with status -ETIMEDOUT
+// for a REQ, SIDR REQ or REP (cma.c cma_ib_handler: IB_CM_REQ_ERROR and
+// IB_CM_REP_ERROR; cma_sidr_rep_handler: IB_CM_SIDR_REQ_ERROR), DISCONNECTED
+// with -ETIMEDOUT for a DREQ (IB_CM_DREQ_ERROR). The QP is left as it is, as
+// cma.c and librdmacm leave it on these events. A passive CM whose consumer
+// has not answered a REQ yet, or an active one whose consumer has not
+// answered a REP (rdma_establish), answers the repeated message with an MRA
+// (cm.c cm_dup_req_handler, cm_dup_rep_handler, after cma.c's
+// ib_prepare_cm_mra), which stretches the sender's tries to the MRA's
+// service timeout (cm.c cm_mra_handler). An answer that comes after its
+// request was given up is ignored.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -71,10 +85,32 @@ void FillConnParam(Event* e, const Msg& m) {
   e->ev.param.conn.qp_num = m.qpn;
 }
 
-void ReportDisconnected(Id* id) {
+void ReportDisconnected(Id* id, int status = 0) {
+  StopTimer(id);
   if (id->disconnect_reported) return;
   id->disconnect_reported = true;
-  Deliver(id, NewEvent(id, RDMA_CM_EVENT_DISCONNECTED, 0));
+  Deliver(id, NewEvent(id, RDMA_CM_EVENT_DISCONNECTED, status));
+}
+
+// One try of this id's connection messages (REQ or REP, and later its
+// DREQ): the active side's REQ time, or the response time the peer's REQ
+// gave the passive side (cm.c: cm_id_priv->timeout_ms, set by
+// ib_send_cm_req or cm_req_handler and used for every later message).
+int64_t ConnTryMs(const Id* id) {
+  return id->passive ? RepTryMs(id->req_response_timeout)
+                     : ReqTryMs(Timing());
+}
+int ConnRetries(const Id* id) {
+  return id->passive ? id->req_max_retries : Timing().max_retries;
+}
+
+// Answers a repeated REQ or REP with an MRA: the consumer has the request
+// and has not answered yet (cm.c cm_dup_req_handler in MRA_REQ_SENT,
+// cm_dup_rep_handler in MRA_REP_SENT).
+void SendMra(Id* id) {
+  Msg mra = MsgFrom(id, MsgType::kMra);
+  mra.status = static_cast<uint32_t>(Timing().mra_timeout);
+  SendMsg(id, mra);
 }
 
 }  // namespace
@@ -100,6 +136,9 @@ Id* OnRequest(Id* listener, int fd, const Msg& m) {
   child->responder_resources = std::min(m.initiator_depth, node->max_rd_atom);
   child->initiator_depth = std::min(m.responder_resources, node->max_init_rd_atom);
   child->retry_count = m.retry_count;
+  child->passive = true;
+  child->req_response_timeout = m.cm_response_timeout;
+  child->req_max_retries = m.max_cm_retries;
   child->conn_fd = fd;
   child->state = State::kRequested;
   Event* e = NewEvent(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data,
@@ -116,8 +155,40 @@ Id* OnRequest(Id* listener, int fd, const Msg& m) {
   return child;
 }
 
+void StartRetries(Id* id, const Msg& msg, int retries, int64_t try_ms) {
+  if (id->resend == nullptr) id->resend = new Msg;
+  *id->resend = msg;
+  id->tries_left = retries;
+  id->try_ms = try_ms;
+  id->mra_received = false;
+  ArmTimer(id, try_ms);
+}
+
+void OnTimer(Id* id) {
+  if (id->state != State::kConnecting && id->state != State::kAccepted &&
+      id->state != State::kDisconnecting) {
+    return;  // answered meanwhile
+  }
+  if (id->tries_left > 0) {
+    // The MAD layer's retry (mad.c retry_send): the same message again.
+    --id->tries_left;
+    if (id->resend != nullptr) SendMsg(id, *id->resend);
+    ArmTimer(id, id->try_ms);
+    return;
+  }
+  if (Debug()) Warn("no answer after the last try: giving up");
+  if (id->state == State::kDisconnecting) {
+    id->state = State::kDisconnected;
+    ReportDisconnected(id, -ETIMEDOUT);
+    return;
+  }
+  id->state = State::kTimedOut;
+  Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT));
+}
+
 void OnMessage(Id* id, const Msg* m) {
   if (m == nullptr) {  // the peer's end is closed
+    StopTimer(id);
     switch (id->state) {
       case State::kConnecting:
         // The passive side went away without an answer: its CM would have
@@ -149,7 +220,12 @@ void OnMessage(Id* id, const Msg* m) {
   }
   switch (m->type) {
     case MsgType::kRep: {
+      if (id->state == State::kConnectResponse) {
+        SendMra(id);  // the program has not called rdma_establish yet
+        return;
+      }
       if (id->state != State::kConnecting) return;
+      StopTimer(id);
       TakePeer(id, *m);
       id->responder_resources = std::min(id->responder_resources, m->initiator_depth);
       id->initiator_depth = std::min(id->initiator_depth, m->responder_resources);
@@ -214,6 +290,7 @@ void OnMessage(Id* id, const Msg* m) {
     }
     case MsgType::kRtu: {
       if (id->state != State::kAccepted) return;
+      StopTimer(id);
       id->state = State::kEstablished;
       Deliver(id, NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0));
       return;
@@ -226,6 +303,23 @@ void OnMessage(Id* id, const Msg* m) {
       SendMsg(id, MsgFrom(id, MsgType::kDrep));
       id->state = State::kDisconnected;
       ReportDisconnected(id);
+      return;
+    }
+    case MsgType::kReq: {
+      // The REQ again: the active side's retry.
+      if (id->state == State::kRequested && !IsUd(id)) SendMra(id);
+      return;
+    }
+    case MsgType::kMra: {
+      const bool waiting = (id->state == State::kConnecting && !IsUd(id)) ||
+                           id->state == State::kAccepted;
+      if (!waiting || id->mra_received || !id->timer_armed) return;
+      // cm.c cm_mra_handler: the message's timer now runs for the MRA's
+      // service timeout plus the path's ACK timeout (ib_modify_mad).
+      id->mra_received = true;
+      id->try_ms = AfterMraTryMs(static_cast<int>(m->status),
+                                 Timing().packet_life_time);
+      ArmTimer(id, id->try_ms);
       return;
     }
     case MsgType::kDrep: {
@@ -287,6 +381,9 @@ int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
     } else if (!SendMsg(id, m)) {
       id->state = State::kRejected;
       Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNRESET));
+    } else {
+      StartRetries(id, m, Timing().max_retries,
+                   ud ? SidrTryMs(Timing()) : ReqTryMs(Timing()));
     }
   }
   return id->sync ? WaitSync(id) : 0;
@@ -344,6 +441,7 @@ int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
       id->state = State::kRejected;
       return Fail(ECONNRESET);
     }
+    StartRetries(id, m, ConnRetries(id), ConnTryMs(id));
     wait = id->sync;
   }
   return wait ? WaitSync(id) : 0;
@@ -395,8 +493,9 @@ int rdma_disconnect(rdma_cm_id* cm_id) {
           attr.qp_state = IBV_QPS_ERR;
           ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
         }
-        if (SendMsg(id, MsgFrom(id, MsgType::kDreq))) {
+        if (Msg dreq = MsgFrom(id, MsgType::kDreq); SendMsg(id, dreq)) {
           id->state = State::kDisconnecting;
+          StartRetries(id, dreq, ConnRetries(id), ConnTryMs(id));
         } else {
           id->state = State::kDisconnected;
           ReportDisconnected(id);

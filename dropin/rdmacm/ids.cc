@@ -3,10 +3,16 @@
 // rdma_resolve_route(3), rdma_listen(3), rdma_get_request(3),
 // rdma_create_ep(3)).
 //
-// Addresses are the sim nodes' IPv4 addresses (nodes.cc); resolving one
-// needs no traffic, so ADDR_RESOLVED and ROUTE_RESOLVED are reported at once.
+// Addresses are the sim nodes' IPv4 addresses (nodes.cc). An address of
+// this process, or of a node whose process is there (nodes.cc,
+// NodePresent), resolves at once; one whose process is absent is asked
+// again until rdma_resolve_addr's timeout_ms, then ADDR_ERROR -ETIMEDOUT, as
+// the kernel retries an unanswered neighbour lookup until the request's
+// timeout (addr.c process_one_req); an address no node has is ADDR_ERROR
+// -EHOSTUNREACH at once. ROUTE_RESOLVED is reported at once.
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -43,6 +49,7 @@ Id* NewId(rdma_event_channel* channel, void* context, rdma_port_space ps,
 }
 
 void FreeId(Id* id) {
+  delete id->resend;
   delete id->last;
   if (id->sync) DeleteChannel(id->own);
   delete id;
@@ -77,6 +84,8 @@ void FillPath(Id* id) {
   p.pkey = htobe16(0xffff);
   p.hop_limit = 64;
   p.mtu = id->node->active_mtu;
+  // cma.c cma_resolve_iboe_route: RoCE's fixed packet life time.
+  p.packet_life_time = static_cast<uint8_t>(Timing().packet_life_time);
   p.reversible = 1;
   p.numb_path = 1;
   id->id.route.num_paths = 1;
@@ -122,6 +131,17 @@ int Ipv4Of(const sockaddr* addr, sockaddr_in* out) {
   return 0;
 }
 
+// How often an address query looks for the node's owner again.
+constexpr int64_t kPresencePollMs = 20;
+
+// The next look of an address query: at the poll interval, or at its
+// deadline when that comes first.
+void ArmAddrQuery(Id* id) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      id->resolve_deadline - Clock::now());
+  ArmTimer(id, std::clamp<int64_t>(left.count(), 0, kPresencePollMs));
+}
+
 // Reports `type` and, for a sync id, waits for it (as ucma_complete).
 int Complete(Id* id, rdma_cm_event_type type, int status) {
   Deliver(id, NewEvent(id, type, status));
@@ -129,6 +149,23 @@ int Complete(Id* id, rdma_cm_event_type type, int status) {
 }
 
 }  // namespace
+
+void OnAddrTimer(Id* id) {
+  if (id->state != State::kAddrQuery) return;
+  if (NodePresent(ntohl(id->dst.sin_addr.s_addr))) {
+    id->state = State::kAddrResolved;
+    Deliver(id, NewEvent(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0));
+    return;
+  }
+  if (Clock::now() >= id->resolve_deadline) {
+    // addr.c: -ETIMEDOUT; cma.c addr_handler: ADDR_ERROR, and the id is
+    // bound again, ready for another rdma_resolve_addr.
+    id->state = id->resolve_from;
+    Deliver(id, NewEvent(id, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT));
+    return;
+  }
+  ArmAddrQuery(id);
+}
 
 }  // namespace verbsim::rdmacm
 
@@ -141,6 +178,9 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context,
   if (id == nullptr) return Fail(EINVAL);
   ibv_qp_type type;
   if (QpTypeOf(ps, &type) != 0) return -1;
+  // Opens the devices and announces this process's nodes, as librdmacm's
+  // ucma_init does here.
+  LocalNodes();
   Id* made = NewId(channel, context, ps, type);
   if (made == nullptr) return -1;
   *id = &made->id;
@@ -189,7 +229,6 @@ int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
 
 int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src_addr,
                       sockaddr* dst_addr, int timeout_ms) {
-  (void)timeout_ms;  // resolution is immediate on the sim
   if (cm_id == nullptr) return Fail(EINVAL);
   Id* id = IdOf(cm_id);
   sockaddr_in dst;
@@ -214,14 +253,26 @@ int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src_addr,
     }
     if (id->src.sin_addr.s_addr == 0) id->src.sin_addr.s_addr = htonl(id->node->ip);
     id->dst = dst;
-    if (!FabricHasIp(ntohl(dst.sin_addr.s_addr))) {
+    FillRoute(id);
+    const uint32_t ip = ntohl(dst.sin_addr.s_addr);
+    if (!FabricHasIp(ip)) {
       // No node has that address: the kernel's ARP would give up.
       status = -EHOSTUNREACH;
-    } else {
+    } else if (NodePresent(ip)) {
       id->state = State::kAddrResolved;
+    } else {
+      // Its process is not running (yet): asked again until timeout_ms,
+      // which librdmacm hands the kernel as an unsigned number.
+      id->resolve_from = id->state;
+      id->state = State::kAddrQuery;
+      id->resolve_deadline =
+          Clock::now() +
+          std::chrono::milliseconds(static_cast<uint32_t>(timeout_ms));
+      ArmAddrQuery(id);
+      status = 1;  // the service thread reports it
     }
-    FillRoute(id);
   }
+  if (status == 1) return id->sync ? WaitSync(id) : 0;
   return Complete(id, status == 0 ? RDMA_CM_EVENT_ADDR_RESOLVED
                                   : RDMA_CM_EVENT_ADDR_ERROR,
                   status);

@@ -5,10 +5,19 @@
 // docs/drop-in.md "Addresses"), so an address names a node. The devices the
 // drop-in libibverbs lists are this process's nodes: all of them
 // in-process, the `local=` ones with VERBSIM_UDP.
+//
+// A process makes its nodes' presence known with one abstract datagram
+// socket per node, "verbsim-rdmacm/<namespace>/node/<address>", bound for
+// its whole life: rdma_resolve_addr finds a node of another process only
+// while that socket is bound, as ARP finds a host only while it is up.
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,6 +67,38 @@ std::vector<Node*>* nodes = nullptr;
 uint32_t fabric_base = 0;
 int fabric_size = 0;
 std::string* socket_namespace = nullptr;
+CmTiming* timing = nullptr;
+
+// The abstract name that announces node `ip` in this fabric.
+sockaddr_un PresenceName(uint32_t ip, socklen_t* len) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  in_addr a{htonl(ip)};
+  char text[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a, text, sizeof(text));
+  const std::string name =
+      "verbsim-rdmacm/" + *socket_namespace + "/node/" + text;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
+                                name.size());
+  return addr;
+}
+
+// Binds the presence socket of a node of this process; it stays open until
+// the process ends. A name already bound (the same node in two processes, a
+// configuration error) is reported and otherwise ignored.
+void AnnouncePresence(const Node& node) {
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  socklen_t len;
+  const sockaddr_un addr = PresenceName(node.ip, &len);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    Warn("another process of this fabric already owns the node with this "
+         "process's address " + std::string(addr.sun_path + 1) + ": " +
+         std::strerror(errno));
+    close(fd);
+  }
+}
 
 void LearnFabric() {
   using Hook = int (*)(uint32_t*, int*);
@@ -71,6 +112,12 @@ void LearnFabric() {
 void Init() {
   nodes = new std::vector<Node*>;
   socket_namespace = new std::string(NamespaceFromEnv());
+  std::string error;
+  timing = new CmTiming(CmTimingFromEnv(&error));
+  if (!error.empty()) {
+    Warn(error + "; rdma_cm calls will fail with ENODEV");
+    return;
+  }
   int count = 0;
   ibv_device** list = ibv_get_device_list(&count);
   if (list == nullptr || count == 0) {
@@ -107,6 +154,7 @@ void Init() {
   // The contexts stay open for the life of the process, as librdmacm's.
   ibv_free_device_list(list);
   LearnFabric();
+  for (const Node* node : *nodes) AnnouncePresence(*node);
 }
 
 }  // namespace
@@ -130,6 +178,25 @@ bool FabricHasIp(uint32_t ip) {
   if (LocalNodeOf(ip) != nullptr) return true;
   return ip >= fabric_base &&
          uint64_t{ip} < uint64_t{fabric_base} + static_cast<uint64_t>(fabric_size);
+}
+
+const CmTiming& Timing() {
+  LocalNodes();
+  return *timing;
+}
+
+bool NodePresent(uint32_t ip) {
+  if (LocalNodeOf(ip) != nullptr) return true;
+  // A datagram socket's connect succeeds exactly when the name is bound;
+  // nothing is sent.
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  socklen_t len;
+  const sockaddr_un addr = PresenceName(ip, &len);
+  const bool present =
+      connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0;
+  close(fd);
+  return present;
 }
 
 const std::string& SocketNamespace() {

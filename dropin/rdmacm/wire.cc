@@ -1,8 +1,12 @@
 // The CM's wire: UNIX SOCK_SEQPACKET sockets in the abstract namespace, one
 // message per CM MAD. A listener at (address, port) is the socket named
 // "verbsim-rdmacm/<namespace>/<address>:<port>"; a connection is one socket
-// pair. One service thread waits on all of them and hands what arrives to
-// connect.cc under CmMutex.
+// pair. One service thread waits on all of them and on the CM's timers, and
+// hands what arrives, and each timer that runs out, to connect.cc and ids.cc
+// under CmMutex; timers first, so that an answer arriving after its
+// request's time is up finds the request already given up, as the kernel's
+// CM ignores it (cm.c cm_rep_handler: a REP for an id no longer in
+// REQ_SENT).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,10 +15,12 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "dropin/rdmacm/cm.h"
@@ -35,6 +41,7 @@ struct Entry {
 };
 
 std::map<int, Entry>* table = nullptr;  // under CmMutex
+std::set<Id*>* timed = nullptr;         // ids with a timer armed; under CmMutex
 int wake_fd = -1;
 
 void Wake() {
@@ -47,6 +54,7 @@ void ServiceLoop();
 void StartService() {
   if (table != nullptr) return;
   table = new std::map<int, Entry>;
+  timed = new std::set<Id*>;
   wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   std::thread(ServiceLoop).detach();
 }
@@ -121,20 +129,50 @@ void HandleReadable(int fd) {
   OnMessage(entry.id, nullptr);
 }
 
+// Runs the timers that have run out, earliest first; returns how long poll
+// may wait for the next one (-1: none armed).
+int RunTimers() {
+  std::lock_guard<std::mutex> lock(CmMutex());
+  for (;;) {
+    Id* next = nullptr;
+    for (Id* id : *timed) {
+      if (next == nullptr || id->deadline < next->deadline) next = id;
+    }
+    if (next == nullptr) return -1;
+    const Clock::time_point now = Clock::now();
+    if (next->deadline > now) {
+      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+          next->deadline - now);
+      // Rounded up, so the timer is due when poll returns.
+      return static_cast<int>(std::min<int64_t>(wait.count() + 1, 1 << 30));
+    }
+    timed->erase(next);
+    next->timer_armed = false;
+    if (next->state == State::kAddrQuery) {
+      OnAddrTimer(next);
+    } else {
+      OnTimer(next);
+    }
+  }
+}
+
 void ServiceLoop() {
   std::vector<pollfd> fds;
   for (;;) {
+    const int timeout_ms = RunTimers();
     fds.clear();
     fds.push_back(pollfd{wake_fd, POLLIN, 0});
     {
       std::lock_guard<std::mutex> lock(CmMutex());
       for (const auto& [fd, entry] : *table) fds.push_back(pollfd{fd, POLLIN, 0});
     }
-    if (poll(fds.data(), fds.size(), -1) < 0) continue;
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) continue;
     if (fds[0].revents != 0) {
       uint64_t count;
       (void)!read(wake_fd, &count, sizeof(count));
     }
+    // Timers that ran out while poll waited go before the messages.
+    RunTimers();
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents != 0) HandleReadable(fds[i].fd);
     }
@@ -228,10 +266,26 @@ Msg MsgFrom(const Id* id, MsgType type) {
   m.initiator_depth = id->initiator_depth;
   m.retry_count = id->retry_count;
   m.rnr_retry_count = id->rnr_retry_count;
+  m.cm_response_timeout = static_cast<uint8_t>(Timing().response_timeout);
+  m.max_cm_retries = static_cast<uint8_t>(Timing().max_retries);
   return m;
 }
 
+void ArmTimer(Id* id, int64_t after_ms) {
+  StartService();
+  id->deadline = Clock::now() + std::chrono::milliseconds(after_ms);
+  id->timer_armed = true;
+  timed->insert(id);
+  Wake();
+}
+
+void StopTimer(Id* id) {
+  if (timed != nullptr) timed->erase(id);
+  id->timer_armed = false;
+}
+
 void CloseSockets(Id* id) {
+  StopTimer(id);
   // Bound but not listening: those sockets are not in the table.
   for (int fd : id->listen_fds) {
     if (table == nullptr || table->count(fd) == 0) close(fd);

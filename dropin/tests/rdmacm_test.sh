@@ -14,8 +14,10 @@
 #   rping, rdma_server/client   also on the rxe and siw profiles
 #   ib_write_bw/ib_read_bw -R   perftest through rdma_cm
 #
-# and the errors a program gets on hardware: nobody listening (REJECTED 8,
-# ECONNREFUSED; UNREACHABLE 1 for UD), an address no node has (ADDR_ERROR).
+# and the errors a program gets on hardware: nobody listening on a node
+# whose process is there (REJECTED 8, ECONNREFUSED; UNREACHABLE 1 for UD),
+# an address no node has (ADDR_ERROR -113), a node whose process is not
+# there (ADDR_ERROR -110 after the program's timeout).
 # Each run is bounded in time, exit statuses and output are checked, and no
 # process outlives the test.
 set -uo pipefail
@@ -93,16 +95,33 @@ pair() {
   }
 }
 
-# alone NAME WANT_RC CMD...: one client with nobody to talk to; its exit
-# status must be WANT_RC. Output in ${work}/NAME.client.
+# alone NAME WANT_RC CMD...: one client on node 1 with nobody listening:
+# node 0's process is there (cm_timeout_probe hold owns it, so its address
+# resolves, as a host that is up answers ARP) but listens on nothing. The
+# client's exit status must be WANT_RC. Output in ${work}/NAME.client.
+# The fabric has ${alone_nodes:-2} nodes.
+holder="${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/cm_timeout_probe"
 alone() {
   local name="$1" want="$2"
   shift 2
   local udp="${next_port}"
   next_port=$(( next_port + 10 ))
-  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=1" \
+  mkfifo "${work}/${name}.hold"
+  VERBSIM_NODES="${alone_nodes:-2}" VERBSIM_UDP="udp=${udp},local=0" \
+    run_bounded 60 "${holder}" hold <"${work}/${name}.hold" >"${work}/${name}.holder" 2>&1 &
+  local hold_pid=$! hold_in i
+  pids+=("${hold_pid}")
+  exec {hold_in}>"${work}/${name}.hold"
+  for (( i = 0; i < 200; i++ )); do
+    grep -q '^ok hold' "${work}/${name}.holder" && break
+    sleep 0.1
+  done
+  grep -q '^ok hold' "${work}/${name}.holder" || { cat "${work}/${name}.holder"; fail "${name}: no holder of node 0"; }
+  VERBSIM_NODES="${alone_nodes:-2}" VERBSIM_UDP="udp=${udp},local=1" \
     run_bounded 30 "$@" >"${work}/${name}.client" 2>&1
   local rc=$?
+  exec {hold_in}>&-
+  wait "${hold_pid}"
   echo "== ${name}: exit ${rc}"
   [[ ${rc} -eq ${want} ]] || { cat "${work}/${name}.client"; fail "${name}: exit ${rc}, want ${want}"; }
 }
@@ -197,5 +216,8 @@ alone udaddy_unreachable 1 /usr/bin/udaddy -s 127.0.1.1
 expect "${work}/udaddy_unreachable.client" 1 'RDMA_CM_EVENT_UNREACHABLE, error: 1$'
 alone no_such_node 255 /usr/bin/rping -c -a 127.0.1.9 -p 7999 -C 1
 expect "${work}/no_such_node.client" 1 '^cma event RDMA_CM_EVENT_ADDR_ERROR, error -113$'
+# Node 2's process is not running: rping's resolution (2000 ms) times out.
+alone_nodes=3 alone owner_absent 255 /usr/bin/rping -c -a 127.0.1.3 -p 7999 -C 1
+expect "${work}/owner_absent.client" 1 '^cma event RDMA_CM_EVENT_ADDR_ERROR, error -110$'
 
 echo "PASS"
