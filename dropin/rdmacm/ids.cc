@@ -255,7 +255,12 @@ int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src_addr,
     id->dst = dst;
     FillRoute(id);
     const uint32_t ip = ntohl(dst.sin_addr.s_addr);
-    if (!FabricHasIp(ip)) {
+    if (IN_MULTICAST(ip)) {
+      // A group address needs no neighbour: the kernel resolves it at once
+      // (its MAC follows from the group). Joining it is not covered, and
+      // rdma_join_multicast says so (mckey then names what is missing).
+      id->state = State::kAddrResolved;
+    } else if (!FabricHasIp(ip)) {
       // No node has that address: the kernel's ARP would give up.
       status = -EHOSTUNREACH;
     } else if (NodePresent(ip)) {

@@ -207,6 +207,25 @@ perftest_cm_pair read_bw_cm /usr/bin/ib_read_bw -R -F -n 200 -p 18600 \
   /usr/bin/ib_read_bw -R -F -n 200 -p 18600 "${perftest_slow_flags[@]}" 127.0.1.1
 expect "${work}/read_bw_cm.client" 1 "${bw_row}"
 
+# rdma_xserver / rdma_xclient (RC): the client posts a 16-byte send inline
+# without asking for inline room. rxe grants 16 bytes with one send SGE (its
+# WQE size), so it runs on the rxe profile; the ibta profile grants exactly
+# what was asked (docs/drop-in.md), and the post is EINVAL there.
+export VERBSIM_PROFILE=rxe
+pair xclient_rxe /usr/bin/rdma_xserver -p 7472 -- /usr/bin/rdma_xclient -s 127.0.1.1 -p 7472
+unset VERBSIM_PROFILE
+expect "${work}/xclient_rxe.client" 1 'rdma_xclient: end 0$'
+expect "${work}/xclient_rxe.server" 1 'rdma_xserver: end 0$'
+
+# mckey: a multicast group resolves, as in the kernel; joining is not
+# covered, and the program is told so.
+VERBSIM_NODES=1 run_bounded 30 /usr/bin/mckey -m 224.0.0.1 >"${work}/mckey.out" 2>&1
+rc=$?
+echo "== mckey: exit ${rc}"
+[[ ${rc} -ne 0 ]] || fail "mckey succeeded without multicast"
+expect "${work}/mckey.out" 1 '^mckey: failure joining: Operation not supported$'
+expect "${work}/mckey.out" 1 'rdma_join_multicast_ex is not supported by the verbsim drop-in library'
+
 # Errors, with the statuses the kernel's CM gives.
 alone refused 255 /usr/bin/rdma_client -s 127.0.1.1 -p 7999
 expect "${work}/refused.client" 1 '^rdma_connect: Connection refused$'
