@@ -300,6 +300,18 @@ class Fabric {
   // fabric is in multi-threaded mode (see DriveUntil).
   void NoteThread();
   bool multi_threaded() const { return multi_threaded_; }
+  // Whether a progress thread runs the fabric's events (the UDP transport):
+  // then no caller needs to drive it to see a completion arrive.
+  bool has_progress_thread() const {
+    return has_progress_thread_.load(std::memory_order_acquire);
+  }
+  // Takes the datagrams ready on the local nodes' sockets and delivers them
+  // (the UDP transport; false without it or when none were ready). The
+  // progress thread calls it after each wait; a poll of an empty CQ calls it
+  // with `wait` false, so a program spinning on its CQ receives its packets
+  // itself instead of waiting for that thread to be scheduled. Never call it
+  // holding the fabric's lock.
+  bool PumpUdp(bool wait);
   // Wakes threads waiting in DriveUntil (call after anything they may await).
   void Wake() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
@@ -395,6 +407,7 @@ class Fabric {
   bool have_first_thread_ = false;
   std::thread::id first_thread_;
   bool multi_threaded_ = false;
+  std::atomic<bool> has_progress_thread_{false};
   std::atomic<int> callers_{0};  // application threads only
   // Counts the application's calls (helpers excluded): a helper sees the
   // application away when no call is in progress (callers_) and this stays
@@ -406,6 +419,7 @@ class Fabric {
                   absl::Duration timeout);
   // The UDP transport (null in-process).
   std::unique_ptr<UdpSockets> udp_;
+  std::mutex rx_mu_;  // PumpUdp: taken before mu_, never after
   std::thread progress_;
   bool stop_ = false;            // under mu_
   int64_t progress_wake_ns_ = 0;  // when the progress thread next looks

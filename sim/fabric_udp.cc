@@ -42,21 +42,17 @@ absl::Status Fabric::StartUdp() {
   udp_ = std::move(sockets);
   multi_threaded_ = true;
   progress_ = std::thread([this] { ProgressLoop(); });
+  has_progress_thread_.store(true, std::memory_order_release);
   return absl::OkStatus();
 }
 
 void Fabric::ProgressLoop() {
-  std::vector<UdpSockets::Datagram> datagrams;
   while (true) {
     int64_t sleep_ns;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stop_) return;
       SyncClock();
-      for (const UdpSockets::Datagram& d : datagrams) {
-        ReceiveDatagram(d.src_node, d.bytes);
-      }
-      datagrams.clear();
       while (!events_.empty() && events_.top().at_ns <= now_ns_) Step();
       // Sleep until the next event, at most 10 ms (Schedule wakes us for an
       // earlier one).
@@ -67,8 +63,33 @@ void Fabric::ProgressLoop() {
       progress_wake_ns_ = now_ns_ + sleep_ns;
       cv_.notify_all();
     }
-    udp_->Wait(std::max<int64_t>(sleep_ns, 0), num_nodes(), &datagrams);
+    udp_->WaitReadable(std::max<int64_t>(sleep_ns, 0));
+    PumpUdp(/*wait=*/true);
   }
+}
+
+bool Fabric::PumpUdp(bool wait) {
+  if (!has_progress_thread()) return false;
+  // One receiver at a time takes datagrams and delivers them, so the
+  // packets of a flow are delivered in the order they came.
+  std::unique_lock<std::mutex> rx(rx_mu_, std::defer_lock);
+  if (wait) {
+    rx.lock();
+  } else if (!rx.try_lock()) {
+    return false;
+  }
+  static thread_local std::vector<UdpSockets::Datagram> datagrams;
+  datagrams.clear();
+  udp_->Drain(num_nodes(), &datagrams);
+  if (datagrams.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  SyncClock();
+  for (const UdpSockets::Datagram& d : datagrams) {
+    ReceiveDatagram(d.src_node, d.bytes);
+  }
+  datagrams.clear();
+  cv_.notify_all();
+  return true;
 }
 
 void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {

@@ -359,10 +359,12 @@ void SendAckNow(QpCore& qp, uint32_t psn) {
 
 // ACK coalescing (IBA 9.7.5.1.2): the responder may hold an ACK back briefly
 // (a draw of Fabric::ack_rng) and send one ACK for the messages executed
-// meanwhile.
+// meanwhile. Not across processes (the UDP transport): there time is real,
+// the receiver's program may see the completion and end its process within
+// the hold, and the ACK would go with it, as no device lets it.
 void AckMessage(QpCore& qp, uint32_t psn) {
   Fabric* fabric = qp.node->fabric;
-  if (!fabric->options().randomize_schedule) {
+  if (!fabric->options().randomize_schedule || fabric->real_time()) {
     SendAckNow(qp, psn);
     return;
   }

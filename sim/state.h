@@ -3,6 +3,7 @@
 #ifndef VERBSIM_SIM_STATE_H_
 #define VERBSIM_SIM_STATE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -95,6 +96,9 @@ struct CqState : std::enable_shared_from_this<CqState> {
   uint32_t id = 0;
   int cqe = 0;
   std::deque<WorkCompletion> entries;
+  // entries.size(), kept beside it for a poll that reads it without the
+  // fabric's lock (SimCq::Poll with a progress thread).
+  std::atomic<size_t> ready{0};
   // ibv_req_notify_cq: armed for the next completion (or the next solicited
   // one).
   bool armed = false;

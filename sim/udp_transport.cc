@@ -84,8 +84,7 @@ void UdpSockets::Wake() {
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
 }
 
-void UdpSockets::Wait(int64_t timeout_ns, int fabric_nodes,
-                      std::vector<Datagram>* out) {
+void UdpSockets::WaitReadable(int64_t timeout_ns) {
   std::vector<pollfd> pfds;
   for (int fd : fds_) pfds.push_back({fd, POLLIN, 0});
   pfds.push_back({wake_fd_, POLLIN, 0});
@@ -97,15 +96,18 @@ void UdpSockets::Wait(int64_t timeout_ns, int fabric_nodes,
     uint64_t v;
     [[maybe_unused]] ssize_t n = read(wake_fd_, &v, sizeof(v));
   }
+}
+
+void UdpSockets::Drain(int fabric_nodes, std::vector<Datagram>* out) {
   static thread_local std::vector<uint8_t> buf(65536);
-  for (size_t i = 0; i + 1 < pfds.size(); ++i) {
-    if (!(pfds[i].revents & POLLIN)) continue;
-    // Drain what is there; each recv is one datagram.
+  for (int fd : fds_) {
+    // Each recv is one datagram; at most 256 a socket, so that one busy
+    // peer does not keep the others waiting.
     for (int k = 0; k < 256; ++k) {
       sockaddr_in from{};
       socklen_t from_len = sizeof(from);
       const ssize_t n =
-          recvfrom(fds_[i], buf.data(), buf.size(), MSG_DONTWAIT,
+          recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT,
                    reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n < 0) break;
       // Only the fabric's own nodes send to it: 127.0.0.1 and a node's port

@@ -42,11 +42,14 @@ class UdpSockets {
     int src_node = -1;
     std::vector<uint8_t> bytes;
   };
-  // Waits up to `timeout_ns` (or until Wake) for datagrams and appends every
-  // one that is ready and was sent from 127.0.0.1 by the port of one of the
-  // fabric's `fabric_nodes` nodes; the others are dropped and counted
-  // (foreign()). Datagrams longer than 64 KiB cannot exist on UDP.
-  void Wait(int64_t timeout_ns, int fabric_nodes, std::vector<Datagram>* out);
+  // Waits up to `timeout_ns` (or until Wake) for a datagram to be ready.
+  void WaitReadable(int64_t timeout_ns);
+  // Appends, without waiting, every datagram that is ready and was sent
+  // from 127.0.0.1 by the port of one of the fabric's `fabric_nodes` nodes;
+  // the others are dropped and counted (foreign()). Datagrams longer than
+  // 64 KiB cannot exist on UDP. Two threads may drain at once; each datagram
+  // goes to one of them.
+  void Drain(int fabric_nodes, std::vector<Datagram>* out);
   // Datagrams dropped because no node of the fabric sent them.
   uint64_t foreign() const { return foreign_.load(std::memory_order_relaxed); }
   // Makes a Wait in progress (or the next one) return at once.
