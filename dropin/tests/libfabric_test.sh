@@ -57,14 +57,20 @@ ns_setup='ip link set lo up &&
   ip addr add 127.0.1.1/32 dev sim0 &&
   ip link add sim1 type veth peer name sim1-peer && ip link set sim1 up &&
   ip addr add 127.0.1.2/32 dev sim1'
-if ! probe="$(run_bounded 20 unshare -rn sh -c "${ns_setup}" 2>&1)"; then
-  echo "SKIP: MSG and RDM need a network interface that carries a sim address; this test makes one in an unprivileged user and network namespace, which this host refuses (unshare -rn, ip link add): ${probe}"
+# unshare, ip and the shell run without the sanitizer runtimes that
+# dropin_env.sh preloads; the programs on the drop-in get them back.
+preload="${LD_PRELOAD:-}"
+if ! probe="$(env -u LD_PRELOAD timeout -k 5 20 unshare -rn sh -c "${ns_setup}" 2>&1)"; then
+  echo "SKIP: MSG and RDM need a network interface that carries a sim address; this test makes one in an unprivileged user and network namespace, which this host refuses (unshare -rn, then ip link add; exit $?): ${probe}"
   exit 0
 fi
 
 # in_ns SCRIPT: runs the bash SCRIPT in a new namespace set up as above.
 in_ns() {
-  run_bounded 150 unshare -rn bash -c "${ns_setup} && $1"
+  env -u LD_PRELOAD timeout -k 5 150 unshare -rn bash -c \
+    "${ns_setup} || exit 1
+     export LD_PRELOAD='${preload}'
+     $1"
 }
 
 # 2. fi_info in the namespace.
