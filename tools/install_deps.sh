@@ -16,6 +16,8 @@ packages=(
   ibverbs-utils
   perftest
   rdmacm-utils
+  libfabric-bin
+  iproute2
   python3-pyverbs
   binutils
   clang-14

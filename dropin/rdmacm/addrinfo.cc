@@ -40,6 +40,50 @@ int Lookup(const char* node, int flags, uint32_t* ip_be) {
   return 0;
 }
 
+// A copy of an IPv4 address of a hint; false when it is not one.
+bool CopyHintAddr(const sockaddr* from, socklen_t len, sockaddr** to,
+                  socklen_t* to_len) {
+  if (from == nullptr || len == 0) return true;
+  if (from->sa_family != AF_INET || len < sizeof(sockaddr_in)) return false;
+  const auto* sin = reinterpret_cast<const sockaddr_in*>(from);
+  *to = NewSin(sin->sin_addr.s_addr, sin->sin_port);
+  if (*to != nullptr) *to_len = sizeof(sockaddr_in);
+  return true;
+}
+
+// rdma_getaddrinfo with no node and no service: librdmacm answers with the
+// hints' flags, family, QP type and port space and copies of their
+// addresses (libfabric asks so for an address it already has). Only IPv4
+// addresses are covered (EAI_FAMILY otherwise, as with a node).
+int FromHints(const rdma_addrinfo& hints, rdma_addrinfo** res) {
+  if ((hints.ai_family != 0 && hints.ai_family != AF_INET) ||
+      (hints.ai_dst_addr != nullptr && hints.ai_dst_len != 0 &&
+       hints.ai_dst_addr->sa_family != AF_INET) ||
+      (hints.ai_src_addr != nullptr && hints.ai_src_len != 0 &&
+       hints.ai_src_addr->sa_family != AF_INET)) {
+    Warn("rdma_getaddrinfo: only IPv4 (AF_INET) is covered; ai_family " +
+         std::to_string(hints.ai_family));
+    return EAI_FAMILY;
+  }
+  auto* ai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
+  if (ai == nullptr) return EAI_MEMORY;
+  ai->ai_flags = hints.ai_flags;
+  ai->ai_family = hints.ai_family;
+  ai->ai_qp_type = hints.ai_qp_type;
+  ai->ai_port_space = hints.ai_port_space;
+  CopyHintAddr(hints.ai_dst_addr, hints.ai_dst_len, &ai->ai_dst_addr,
+               &ai->ai_dst_len);
+  CopyHintAddr(hints.ai_src_addr, hints.ai_src_len, &ai->ai_src_addr,
+               &ai->ai_src_len);
+  if ((hints.ai_dst_len != 0 && ai->ai_dst_addr == nullptr) ||
+      (hints.ai_src_len != 0 && ai->ai_src_addr == nullptr)) {
+    rdma_freeaddrinfo(ai);
+    return EAI_MEMORY;
+  }
+  *res = ai;
+  return 0;
+}
+
 }  // namespace
 }  // namespace verbsim::rdmacm
 
@@ -48,7 +92,15 @@ extern "C" {
 int rdma_getaddrinfo(const char* node, const char* service,
                      const rdma_addrinfo* hints, rdma_addrinfo** res) {
   using verbsim::rdmacm::NewSin;
-  if (res == nullptr || (node == nullptr && service == nullptr)) return EAI_NONAME;
+  if (res == nullptr) return EAI_NONAME;
+  if (node == nullptr && service == nullptr) {
+    // As librdmacm: with neither, the answer is the hints themselves.
+    if (hints == nullptr) {
+      errno = EINVAL;
+      return -1;
+    }
+    return verbsim::rdmacm::FromHints(*hints, res);
+  }
   const int flags = hints != nullptr ? hints->ai_flags : 0;
   if (hints != nullptr && hints->ai_family != 0 && hints->ai_family != AF_INET) {
     verbsim::rdmacm::Warn("rdma_getaddrinfo: only IPv4 (AF_INET) is covered; "

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "dropin/rdmacm/cm.h"
 
@@ -121,7 +122,32 @@ int Take(Channel* channel, Event** event) {
   }
   *event = c->queue.front();
   c->queue.pop_front();
+  if (*event == nullptr) {
+    // The byte of an event moved to another channel (MoveEvents): the
+    // next byte is the next event's.
+    lock.unlock();
+    return Take(channel, event);
+  }
   return 0;
+}
+
+void MoveEvents(Channel* from, Channel* to, const rdma_cm_id* id) {
+  std::shared_ptr<Channel> src = Find(from);
+  if (src == nullptr || from == to) return;
+  std::vector<Event*> moved;
+  {
+    std::lock_guard<std::mutex> lock(src->mu);
+    for (Event*& e : src->queue) {
+      if (e == nullptr) continue;
+      const rdma_cm_id* about = e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST
+                                    ? e->ev.listen_id
+                                    : e->ev.id;
+      if (about != id) continue;
+      moved.push_back(e);
+      e = nullptr;  // a hole for the byte in the pipe
+    }
+  }
+  for (Event* e : moved) Post(to, e);
 }
 
 Event* NewEvent(Id* id, rdma_cm_event_type type, int status,

@@ -100,6 +100,11 @@ void DeleteChannel(Channel* channel);
 void Post(Channel* channel, Event* event);
 // Takes the next event: blocks unless the fd is O_NONBLOCK (then EAGAIN).
 int Take(Channel* channel, Event** event);
+// Moves the events queued on `from` that are about `id` (their id, or their
+// listen_id for a CONNECT_REQUEST) to the end of `to`, in order, as the
+// kernel's ucma_move_events does for rdma_migrate_id. A moved event leaves a
+// hole in `from` for the byte already in its pipe, which Take skips.
+void MoveEvents(Channel* from, Channel* to, const rdma_cm_id* id);
 
 // ---- Ids -------------------------------------------------------------------
 

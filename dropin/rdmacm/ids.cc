@@ -212,6 +212,11 @@ int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
   if (ip != INADDR_ANY) {
     node = LocalNodeOf(ip);
     if (node == nullptr) return Fail(EADDRNOTAVAIL);
+    // 127.0.0.1 (when no node has it) names the first local node: the id is
+    // bound to that node's address, as rdma_resolve_addr binds a source of
+    // 127.0.0.1, so the local address a program reads back and hands to its
+    // peer (libfabric's fi_getname) reaches it from other processes too.
+    sin.sin_addr.s_addr = htonl(node->ip);
   }
   id->src = sin;
   if (node != nullptr) AttachNode(id, node);
@@ -367,6 +372,38 @@ int rdma_create_ep(rdma_cm_id** out, rdma_addrinfo* res, ibv_pd* pd,
     return Fail(err);
   }
   *out = cm_id;
+  return 0;
+}
+
+// rdma_migrate_id(3): the id's events go to `channel` from now on, and the
+// ones still queued on its old channel move with it (the kernel's
+// ucma_migrate_id). A null channel makes the id synchronous, on a channel of
+// its own; a synchronous id leaves its own channel (and the event it last
+// waited for) behind. Unlike librdmacm this does not wait for the program to
+// ack the id's events already taken from the old channel: nothing here
+// refers to an event after it was taken.
+int rdma_migrate_id(rdma_cm_id* cm_id, rdma_event_channel* channel) {
+  if (cm_id == nullptr) return Fail(EINVAL);
+  Id* id = IdOf(cm_id);
+  if (id->sync && channel == nullptr) return Fail(EINVAL);
+  Channel* own = nullptr;
+  if (channel == nullptr) {
+    own = NewChannel();
+    if (own == nullptr) return -1;
+    channel = &own->ch;
+  }
+  std::lock_guard<std::mutex> lock(CmMutex());
+  auto* from = reinterpret_cast<Channel*>(cm_id->channel);
+  MoveEvents(from, reinterpret_cast<Channel*>(channel), cm_id);
+  if (id->sync) {
+    delete id->last;
+    id->last = nullptr;
+    cm_id->event = nullptr;
+    DeleteChannel(id->own);
+  }
+  id->sync = own != nullptr;
+  id->own = own;
+  cm_id->channel = channel;
   return 0;
 }
 

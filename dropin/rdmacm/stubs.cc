@@ -42,7 +42,6 @@ long NotCovered(const char* function, std::atomic<bool>* said) {
 // RDMACM_1.0
 VERBSIM_RDMACM_STUB(rdma_join_multicast)
 VERBSIM_RDMACM_STUB(rdma_leave_multicast)
-VERBSIM_RDMACM_STUB(rdma_migrate_id)
 VERBSIM_RDMACM_STUB(rdma_notify)
 VERBSIM_RDMACM_STUB(rdma_create_srq_ex)
 VERBSIM_RDMACM_STUB(rsocket)

@@ -227,7 +227,11 @@ int ConnectSocket(Id* id) {
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   socklen_t len;
-  sockaddr_un addr = NameOf(ntohl(id->dst.sin_addr.s_addr), ntohs(id->dst.sin_port), &len);
+  // 127.0.0.1, unless a node has it, is this process's first node (as in
+  // FillRoute): its listeners are named by that node's address.
+  uint32_t ip = ntohl(id->dst.sin_addr.s_addr);
+  if (const Node* local = LocalNodeOf(ip)) ip = local->ip;
+  sockaddr_un addr = NameOf(ip, ntohs(id->dst.sin_port), &len);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     close(fd);
     return Fail(ECONNREFUSED);

@@ -109,6 +109,11 @@ Provider* GetProvider();
 
 struct Device {
   ibv_device dev;  // first
+  // Where rdma-core's struct verbs_device keeps its provider's ops after the
+  // ibv_device. rdma-core's provider libraries (libefa's efadv_*, libmlx5's
+  // mlx5dv_*) compare it with their own to tell their devices from others;
+  // null is nobody's.
+  const void* verbs_device_ops = nullptr;
   int index = 0;
 };
 

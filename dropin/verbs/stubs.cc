@@ -40,7 +40,6 @@ VERBSIM_STUB_PTR(ibv_reg_dmabuf_mr)  // IBVERBS_1.12
 VERBSIM_STUB_PTR(ibv_import_dm)  // IBVERBS_1.13
 VERBSIM_STUB_INT(ibv_unimport_dm)  // IBVERBS_1.13
 VERBSIM_STUB_INT(__ioctl_final_num_attrs)  // IBVERBS_PRIVATE_34
-VERBSIM_STUB_INT(__verbs_log)  // IBVERBS_PRIVATE_34
 VERBSIM_STUB_PTR(_verbs_init_and_alloc_context)  // IBVERBS_PRIVATE_34
 VERBSIM_STUB_INT(execute_ioctl)  // IBVERBS_PRIVATE_34
 VERBSIM_STUB_INT(ibv_cmd_advise_mr)  // IBVERBS_PRIVATE_34
