@@ -164,6 +164,9 @@ struct Id {
   uint8_t initiator_depth = 0;
   uint8_t retry_count = 7;
   uint8_t rnr_retry_count = 7;
+  // The QP's local ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT), when set.
+  bool ack_timeout_set = false;
+  uint8_t ack_timeout = 0;
   uint32_t qp_num = 0;    // the QP on the wire (id->qp's, or conn_param's)
   Peer peer;
   bool has_peer = false;  // its REQ or REP has arrived

@@ -419,9 +419,19 @@ int rdma_set_option(rdma_cm_id* cm_id, int level, int optname, void* optval,
   if (level == RDMA_OPTION_ID) {
     switch (optname) {
       case RDMA_OPTION_ID_TOS:
-      case RDMA_OPTION_ID_ACK_TIMEOUT:
         if (optlen != sizeof(uint8_t)) return Fail(EINVAL);
-        return 0;  // accepted; the sim has one traffic class and its own timers
+        return 0;  // accepted; the sim has one traffic class
+      case RDMA_OPTION_ID_ACK_TIMEOUT: {
+        if (optlen != sizeof(uint8_t)) return Fail(EINVAL);
+        // An RC id's QP takes it at RTS (cma.c rdma_set_ack_timeout: EINVAL
+        // for other QP types).
+        Id* id = IdOf(cm_id);
+        if (id->id.qp_type != IBV_QPT_RC) return Fail(EINVAL);
+        std::lock_guard<std::mutex> lock(CmMutex());
+        id->ack_timeout = *static_cast<const uint8_t*>(optval);
+        id->ack_timeout_set = true;
+        return 0;
+      }
       case RDMA_OPTION_ID_REUSEADDR:
       case RDMA_OPTION_ID_AFONLY:
         if (optlen != sizeof(int)) return Fail(EINVAL);

@@ -5,6 +5,7 @@
 // cm.c: cma_ib_init_qp_attr, cm_init_qp_{init,rtr,rts}_attr).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -74,7 +75,13 @@ int InitQpAttr(Id* id, ibv_qp_attr* attr, int* mask) {
       if (ud) return 0;
       if (!id->has_peer) return Fail(EINVAL);
       MarkCmConnected(id->id.verbs, id->qp_num);
-      attr->timeout = 14;  // 67 ms
+      // The kernel's CM gives the QP the path's packet life time + 1 (cm.c
+      // cm_ack_timeout; 16 on RoCE, so 17: 537 ms), unless the program set
+      // one with RDMA_OPTION_ID_ACK_TIMEOUT (cma.c rdma_set_ack_timeout).
+      attr->timeout = id->ack_timeout_set
+                          ? id->ack_timeout
+                          : static_cast<uint8_t>(
+                                std::min(31, Timing().packet_life_time + 1));
       attr->retry_cnt = id->retry_count;
       attr->rnr_retry = id->rnr_retry_count;
       attr->max_rd_atomic = id->initiator_depth;
