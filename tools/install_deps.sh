@@ -17,6 +17,8 @@ packages=(
   perftest
   rdmacm-utils
   python3-pyverbs
+  ucx-utils
+  iproute2
   binutils
   clang-14
   libclang-rt-14-dev
