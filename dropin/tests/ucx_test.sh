@@ -25,8 +25,8 @@ cleanup() {
 trap cleanup EXIT
 
 # UCX 1.13's ud_verbs tells an IPv4 RoCE v2 packet from an IPv6 one by the
-# completion's sl field, which only mlx5 fills (with the packet type); rxe
-# and the sim leave it 0, so UCX would read the IPv4 header's last 16 bytes
+# completion's sl field, which mlx5 fills with the packet type; other
+# providers and the sim leave it 0, so UCX would read the IPv4 header's last 16 bytes
 # as a destination GID and drop every datagram. Its own switch turns that
 # check off (UCX 1.19 looks at the header instead).
 export UCX_UD_VERBS_ETH_DGID_CHECK=n
