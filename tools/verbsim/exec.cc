@@ -164,7 +164,7 @@ class SysfsView {
   explicit SysfsView(const SysfsPieces& pieces) {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern =
-        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : P_tmpdir,
                      "/verbsim-sysfs.XXXXXX");
     if (mkdtemp(pattern.data()) == nullptr) {
       std::fprintf(stderr, "verbsim exec: cannot make %s: %s\n",
