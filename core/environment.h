@@ -29,6 +29,9 @@ inline constexpr char kNodes[] = "VERBSIM_NODES";
 inline constexpr char kProfile[] = "VERBSIM_PROFILE";
 inline constexpr char kKeep[] = "VERBSIM_KEEP";
 inline constexpr char kDebug[] = "VERBSIM_DEBUG";
+// The sysfs view's tree (dropin/sysfs): read by libverbsim_sysfs.so, set by
+// `verbsim exec`.
+inline constexpr char kSysfs[] = "VERBSIM_SYSFS";
 // The CM's timeouts and retries (core/cm_timing.h): the drop-in librdmacm
 // and the sim provider.
 inline constexpr char kCmResponseTimeout[] = "VERBSIM_CM_RESPONSE_TIMEOUT";

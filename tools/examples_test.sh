@@ -46,7 +46,8 @@ dpkg --root="${root}" --force-depends --force-script-chrootless \
   { cat "${work}/dpkg.log" >&2; fail "dpkg -i into the scratch root"; }
 for f in usr/bin/verbsim usr/lib/libverbsim.so.0 usr/lib/libverbsim.so \
          usr/lib/libverbsim.a usr/lib/verbsim/libibverbs.so.1 \
-         usr/lib/verbsim/librdmacm.so.1 usr/lib/pkgconfig/verbsim.pc \
+         usr/lib/verbsim/librdmacm.so.1 usr/lib/verbsim/libverbsim_sysfs.so \
+         usr/lib/verbsim/verbsim_sysfs_tree usr/lib/pkgconfig/verbsim.pc \
          usr/lib/pkgconfig/verbsim-control.pc usr/include/verbsim/core/verbs.h \
          usr/include/verbsim/sim/sim_provider.h usr/include/verbsim/control.h \
          usr/include/verbsim/tests/provider_fixture.h \

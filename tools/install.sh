@@ -9,7 +9,9 @@
 #                                    -Wl,--whole-archive, the providers
 #                                    register from static initializers)
 #   DIR/lib/verbsim/                 the drop-in libibverbs.so.1 and
-#                                    librdmacm.so.1 (never over the system's)
+#                                    librdmacm.so.1 (never over the system's),
+#                                    the sysfs view's libverbsim_sysfs.so and
+#                                    verbsim_sysfs_tree
 #   DIR/lib/libverbsim_testing.a     the gtest helpers (matchers, fixture)
 #   DIR/lib/pkgconfig/verbsim.pc, verbsim-control.pc, verbsim-gtest.pc
 #   DIR/include/verbsim/             core/, sim/ and tests/ headers (include
@@ -46,14 +48,16 @@ done
 version="$(cat VERSION 2>/dev/null || true)"
 version="${version:-0.1.0}"
 targets=(//:libverbsim.so.0 //core //sim:model //sim //hw //tests:testing //tools:verbsim
-         //dropin/verbs:libibverbs.so.1 //dropin/rdmacm:librdmacm.so.1)
+         //dropin/verbs:libibverbs.so.1 //dropin/rdmacm:librdmacm.so.1
+         //dropin/sysfs:libverbsim_sysfs.so //dropin/sysfs:verbsim_sysfs_tree)
 if [[ ${build} == 1 ]]; then
   bazel build "${targets[@]}" >&2
 fi
 bin="$(bazel info bazel-bin 2>/dev/null)"
 for f in libverbsim.so.0 core/libcore.a sim/libmodel.a sim/libsim.lo hw/libhw.lo \
          tests/libtesting.lo tools/verbsim \
-         dropin/verbs/libibverbs.so.1 dropin/rdmacm/librdmacm.so.1; do
+         dropin/verbs/libibverbs.so.1 dropin/rdmacm/librdmacm.so.1 \
+         dropin/sysfs/libverbsim_sysfs.so dropin/sysfs/verbsim_sysfs_tree; do
   [[ -f "${bin}/${f}" ]] || { echo "install.sh: ${bin}/${f} is missing: build first" >&2; exit 1; }
 done
 
@@ -67,6 +71,9 @@ install -m 755 "${bin}/libverbsim.so.0" "${root}/lib/libverbsim.so.0"
 ln -sf libverbsim.so.0 "${root}/lib/libverbsim.so"
 install -m 755 "${bin}/dropin/verbs/libibverbs.so.1" \
   "${bin}/dropin/rdmacm/librdmacm.so.1" "${root}/lib/verbsim/"
+# The sysfs view (verbsim exec finds both beside the drop-in libraries).
+install -m 755 "${bin}/dropin/sysfs/libverbsim_sysfs.so" \
+  "${bin}/dropin/sysfs/verbsim_sysfs_tree" "${root}/lib/verbsim/"
 
 # One static archive from the libraries' objects.
 work="$(mktemp -d)"

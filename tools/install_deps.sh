@@ -19,6 +19,8 @@ packages=(
   libfabric-bin
   iproute2
   python3-pyverbs
+  ucx-utils
+  iproute2
   binutils
   clang-14
   libclang-rt-14-dev

@@ -384,15 +384,32 @@ enum ibv_fork_status ibv_is_fork_initialized(void) {
   return IBV_FORK_UNNEEDED;
 }
 
+// Reads DIR/FILE into buf as libibverbs does: without its final newline,
+// NUL-terminated; -1 with errno when it cannot be read or does not fit.
+// There is no sysfs behind the sim's devices; under the sysfs view
+// (dropin/sysfs, `verbsim exec`) their directories read as the view says.
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buf,
                         size_t size) {
-  // No sysfs behind the sim's devices (ibv_devinfo reads fw_ver this way).
-  (void)dir;
-  (void)file;
-  (void)buf;
-  (void)size;
-  errno = ENOENT;
-  return -1;
+  const std::string path = absl::StrCat(dir, "/", file);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t len = read(fd, buf, size);
+  const int err = errno;
+  close(fd);
+  if (len < 0) {
+    errno = err;
+    return -1;
+  }
+  size_t n = static_cast<size_t>(len);
+  if (n > 0 && buf[n - 1] == '\n') {
+    buf[--n] = '\0';
+  } else if (n < size) {
+    buf[n] = '\0';
+  } else {
+    errno = EOVERFLOW;  // no room for the terminating NUL
+    return -1;
+  }
+  return static_cast<int>(n);
 }
 
 }  // extern "C"

@@ -1,5 +1,8 @@
 #include "tools/verbsim/exec.h"
 
+#include <ftw.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,6 +42,14 @@ options (each sets the variable of docs/drop-in.md for COMMAND):
   --seed=N          VERBSIM_SEED
   --faults=RULES    VERBSIM_FAULTS, the text form of docs/faults.md
   --debug           VERBSIM_DEBUG=1: every failing verb prints its reason
+  --no-sysfs        no sysfs view (below)
+
+COMMAND also sees the devices where programs look for them in the file
+system (UCX, pyverbs, libibumad): /sys/class/infiniband/<dev>,
+/sys/class/infiniband_verbs/uverbsN and /dev/infiniband/uverbsN, written
+by verbsim_sysfs_tree into a private temporary directory (removed when
+COMMAND ends) and shown through the preloaded libverbsim_sysfs.so
+(VERBSIM_SYSFS names the directory). Every device's netdev is lo.
 
 A seed sweep, to find the seeds on which your program goes another way (an
 ordering bug shows on some seeds of the ibta profile, docs/ordering.md):
@@ -52,8 +63,9 @@ ordering bug shows on some seeds of the ibta profile, docs/ordering.md):
   --timeout=S       a run taking longer than S seconds is killed and ends
                     "timed out" (default 60)
 
-Exit status: COMMAND's, or 2 for a wrong command line or no drop-in
-directory, 127 when COMMAND cannot be run. With --seeds: 0 when every seed
+Exit status: COMMAND's (128 + N when signal N ended it), or 2 for a wrong
+command line, no drop-in directory or a sysfs view that could not be
+written, 127 when COMMAND cannot be run. With --seeds: 0 when every seed
 ended the same way, 1 when they did not.
 
 Examples:
@@ -99,6 +111,123 @@ std::vector<std::string> DropinDirs(std::vector<std::string>* tried) {
   return {};
 }
 
+// The sysfs view's two pieces (dropin/sysfs), looked for beside the drop-in
+// libraries (an installed tree) and in ../sysfs of each of their directories
+// (bazel-bin, runfiles); empty when absent.
+struct SysfsPieces {
+  std::string library;    // libverbsim_sysfs.so
+  std::string generator;  // verbsim_sysfs_tree
+};
+
+SysfsPieces FindSysfs(const std::vector<std::string>& dropin_dirs) {
+  std::vector<std::string> candidates;
+  for (const std::string& d : dropin_dirs) {
+    candidates.push_back(d);
+    candidates.push_back(d + "/../sysfs");
+  }
+  for (const std::string& d : candidates) {
+    if (HasFile(d, "libverbsim_sysfs.so") &&
+        access(absl::StrCat(d, "/verbsim_sysfs_tree").c_str(), X_OK) == 0) {
+      return {absl::StrCat(d, "/libverbsim_sysfs.so"),
+              absl::StrCat(d, "/verbsim_sysfs_tree")};
+    }
+  }
+  return {};
+}
+
+// Runs argv to its end; its wait status, or -1 when it could not start.
+int RunAndWait(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    _exit(kExitNotRun);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return status;
+}
+
+int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+  return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+// The view's directory, made and filled for this run; removed by its
+// destructor. ok() is false (with a message printed) when it could not be.
+class SysfsView {
+ public:
+  explicit SysfsView(const SysfsPieces& pieces) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : P_tmpdir,
+                     "/verbsim-sysfs.XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      std::fprintf(stderr, "verbsim exec: cannot make %s: %s\n",
+                   pattern.c_str(), std::strerror(errno));
+      return;
+    }
+    dir_ = pattern;
+    const int status = RunAndWait({pieces.generator, dir_});
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr,
+                   "verbsim exec: %s could not write the sysfs view "
+                   "(status %d); --no-sysfs runs without it\n",
+                   pieces.generator.c_str(), status);
+      return;
+    }
+    ok_ = true;
+  }
+  ~SysfsView() {
+    if (!dir_.empty()) nftw(dir_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  bool ok() const { return ok_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// Runs the command in a child and waits for it, so that the view can be
+// removed afterwards: Ctrl-C and Ctrl-\ reach the child from the terminal
+// and are ignored here; SIGTERM and SIGHUP sent to this process are passed
+// on. Returns the child's exit status, or 128 + the signal that ended it.
+pid_t child_pid = 0;
+
+void PassOn(int sig) {
+  if (child_pid > 0) kill(child_pid, sig);
+}
+
+int RunChild(char** argv) {
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "verbsim exec: fork: %s\n", std::strerror(errno));
+    return kExitNotRun;
+  }
+  if (pid == 0) {
+    execvp(argv[0], argv);
+    std::fprintf(stderr, "verbsim exec: cannot run %s: %s\n", argv[0],
+                 std::strerror(errno));
+    _exit(kExitNotRun);
+  }
+  child_pid = pid;
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  signal(SIGTERM, PassOn);
+  signal(SIGHUP, PassOn);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return kExitNotRun;
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
 int Usage(const std::string& message) {
   std::fprintf(stderr, "verbsim exec: %s\n(see verbsim help exec)\n",
                message.c_str());
@@ -123,6 +252,7 @@ int Exec(int argc, char** argv, int first) {
   int i = first;
   bool sweep = false;
   bool one_seed = false;
+  bool sysfs = true;
   SweepOptions sweep_options;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -136,6 +266,11 @@ int Exec(int argc, char** argv, int first) {
     }
     if (arg == "--debug") {
       setenv("VERBSIM_DEBUG", "1", 1);
+      sweep_options.replay_options.push_back(arg);
+      continue;
+    }
+    if (arg == "--no-sysfs") {
+      sysfs = false;
       sweep_options.replay_options.push_back(arg);
       continue;
     }
@@ -196,14 +331,34 @@ int Exec(int argc, char** argv, int first) {
     absl::StrAppend(&path, ":", old);
   }
   setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  const SysfsPieces pieces = sysfs ? FindSysfs(dirs) : SysfsPieces{};
+  if (pieces.library.empty()) {
+    // No view: the command replaces this process, as before.
+    if (sweep) {
+      sweep_options.command.assign(argv + i, argv + argc);
+      return Sweep(sweep_options);
+    }
+    execvp(argv[i], argv + i);
+    std::fprintf(stderr, "verbsim exec: cannot run %s: %s\n", argv[i],
+                 std::strerror(errno));
+    return kExitNotRun;
+  }
+  // The view, written once from the drop-in's devices (the same variables
+  // the command gets), then preloaded after whatever is preloaded already
+  // (a sanitizer runtime must stay first).
+  SysfsView view(pieces);
+  if (!view.ok()) return kExitUsage;
+  setenv(env::kSysfs, view.dir().c_str(), 1);
+  std::string preload = pieces.library;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) {
+    preload = absl::StrCat(old, " ", pieces.library);
+  }
+  setenv("LD_PRELOAD", preload.c_str(), 1);
   if (sweep) {
     sweep_options.command.assign(argv + i, argv + argc);
     return Sweep(sweep_options);
   }
-  execvp(argv[i], argv + i);
-  std::fprintf(stderr, "verbsim exec: cannot run %s: %s\n", argv[i],
-               std::strerror(errno));
-  return kExitNotRun;
+  return RunChild(argv + i);
 }
 
 }  // namespace verbsim::cli

@@ -6,9 +6,9 @@ namespace verbsim::cli {
 
 // The usage text of `verbsim exec`.
 const char* ExecHelp();
-// Parses argv[first..] (options, then the command) and execs the command
-// with the drop-in directory first on LD_LIBRARY_PATH; returns only on
-// failure, with the exit status to give.
+// Parses argv[first..] (options, then the command) and runs the command
+// with the drop-in directory first on LD_LIBRARY_PATH and the sysfs view
+// preloaded (dropin/sysfs); returns the exit status to give.
 int Exec(int argc, char** argv, int first);
 
 }  // namespace verbsim::cli
