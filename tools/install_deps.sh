@@ -20,7 +20,6 @@ packages=(
   iproute2
   python3-pyverbs
   ucx-utils
-  iproute2
   binutils
   clang-14
   libclang-rt-14-dev

@@ -64,6 +64,28 @@ wait_line() {
 
 # probe_pid FILE: the probe's own pid, which it prints first (the job's
 # pid is the shell's and `timeout`'s, which SIGSTOP would not reach).
+# stop PID: SIGSTOP, then waits (at most 5 s) until every thread of PID is
+# stopped: a thread that is running when the signal comes stops only on its
+# way back to user space, and the test's next step must not race it.
+stop() {
+  local pid="$1" i t state all
+  # (Builtins only: a program with a sanitizer runtime preloaded is slow.)
+  kill -STOP "${pid}"
+  for (( i = 0; i < 500; i++ )); do
+    all=1
+    for t in /proc/"${pid}"/task/*; do
+      state=""
+      read -r state <"${t}/stat" 2>/dev/null
+      state="${state##*) }"
+      state="${state%% *}"
+      [[ "${state}" == T || "${state}" == t ]] || { all=0; break; }
+    done
+    [[ ${all} -eq 1 ]] && return 0
+    sleep 0.01
+  done
+  fail "process ${pid} did not stop"
+}
+
 probe_pid() {
   local pid
   pid="$(sed -n 's/^pid \([0-9]*\)$/\1/p' "$1" | head -n 1)"
@@ -133,7 +155,7 @@ for kind in rc ud; do
   wait_line "${work}/${name}.a" '^ok listening' "${a_pid}"
   a_probe="$(probe_pid "${work}/${name}.a")"
   pids+=("${a_probe}")
-  kill -STOP "${a_probe}"
+  stop "${a_probe}"
   if [[ ${kind} == rc ]]; then
     run_b "${name}" connect 127.0.1.1 "${port}" rc "${plain_req}"
   else
@@ -154,7 +176,7 @@ pids+=("${b_pid}")
 wait_line "${work}/rep_unanswered.a" '^ok request' "${a_pid}"
 b_probe="$(probe_pid "${work}/rep_unanswered.b")"
 pids+=("${b_probe}")
-kill -STOP "${b_probe}"
+stop "${b_probe}"
 echo accept >&"${a_in}"
 wait_line "${work}/rep_unanswered.a" '^PASS' "${a_pid}"
 finish_a rep_unanswered
