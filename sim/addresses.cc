@@ -24,7 +24,9 @@ absl::StatusOr<uint32_t> ParseIpv4(absl::string_view text) {
   for (size_t i = 0; ok && i < parts.size(); ++i) {
     const absl::string_view p = parts[i];
     uint32_t v = 0;
-    ok = !p.empty() && p.size() <= 3 &&
+    // Decimal octets without leading zeros, as inet_pton(3) takes them: a
+    // "027" that inet_aton(3) would read as octal 23 is refused, not guessed.
+    ok = !p.empty() && p.size() <= 3 && (p.size() == 1 || p[0] != '0') &&
          p.find_first_not_of("0123456789") == absl::string_view::npos &&
          absl::SimpleAtoi(p, &v) && v <= 255;
     ip = ip << 8 | v;

@@ -118,7 +118,8 @@ fuzz_run() {
   fi
   local name work rc found dict summary artifact
   for name in reg_fuzzer rkey_fuzzer sequence_fuzzer wire_fuzzer \
-      fault_text_fuzzer scenario_fuzzer provider_spec_fuzzer; do
+      fault_text_fuzzer scenario_fuzzer provider_spec_fuzzer \
+      environment_fuzzer; do
     if [[ ! -x "${bin}/fuzz/${name}" ]]; then
       echo "==> fuzz run ${name}: FAILED (no binary ${bin}/fuzz/${name})" >&2
       status=1

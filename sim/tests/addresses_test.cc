@@ -96,6 +96,9 @@ TEST(Addresses, NonLoopbackSpecOptionIsRefused) {
                      {"172.16.0.1", "loopback"});
   ExpectEinvalNaming(OpenProvider("sim:addr_base=localhost").status(),
                      {"addr_base=localhost", "not an IPv4 address"});
+  // A leading zero (octal to inet_aton, decimal to some) is refused.
+  ExpectEinvalNaming(OpenProvider("sim:addr_base=127.0.1.01").status(),
+                     {"addr_base=127.0.1.01", "not an IPv4 address"});
   // In range for 2 nodes, out of it for 3.
   EXPECT_TRUE(OpenProvider("sim:addr_base=127.255.255.252").ok());
   ExpectEinvalNaming(
