@@ -91,6 +91,7 @@ struct OutStream {
   uint64_t reads = 0;
   uint64_t plain_since_cover = 0;
   uint64_t swapped_msg = 0;   // Inject::kReorder: the number held back
+  bool corrupted = false;     // Inject::kCorrupt: a send was spoiled
   // From the peer's ACKs.
   RcOrder acks;
   uint64_t consumed = 0;

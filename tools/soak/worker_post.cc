@@ -91,9 +91,12 @@ bool Worker::PostSend(int peer, bool fin) {
     FillRandom(buf + kHeaderBytes, h.len - kHeaderBytes, &rng_);
   }
   Seal(h, buf);
+  // The first send from the kInjectAt-th message on (that message itself
+  // may be a write with immediate, which this path does not post).
   if (o_.inject == Inject::kCorrupt && o_.index == 0 && peer == 1 && !fin &&
-      s.msgs_posted + 1 == kInjectAt) {
+      !s.corrupted && s.msgs_posted + 1 >= kInjectAt) {
     buf[h.len - 1] ^= 0x40;
+    s.corrupted = true;
   }
   const Sge sge{reinterpret_cast<uint64_t>(buf), h.len, mr_->lkey()};
   SendWr wr;
