@@ -10,7 +10,7 @@
 // inputs, so a use after free inside one input, or into the ones just
 // before, is still caught, and a 10-minute run stays below the 300 MB that
 // tools/test.sh gives it (-rss_limit_mb=300); with 64 MB a 10-minute
-// sequence_fuzzer run on an idle machine reached 276 MB (with shorter stack
+// sequence_fuzzer run on an idle machine reached 269 MB (with shorter stack
 // traces, which only lower it), too close.
 extern "C" const char* __asan_default_options() {
   return "quarantine_size_mb=32";
