@@ -100,6 +100,8 @@ struct ProfileRules {
   bool invalidate_checks_qp = true;
   // ibv_dereg_mr of a region with windows bound: EBUSY (rxe: EINVAL).
   int dereg_bound_mr_errno = 0;
+  // ibv_alloc_mw past the device's max_mw: ENOMEM (rxe: EINVAL).
+  int mw_limit_errno = ENOMEM;
   // ibv_rereg_mr exists (rxe before 6.5: EOPNOTSUPP).
   bool supports_rereg = true;
   // Status of a LOCAL_INV that names nothing it may invalidate.
@@ -405,9 +407,10 @@ std::vector<int> ReregErrnos(const ReregCall& call, const RegLimits& limits,
                              const ProfileRules& rules);
 
 // Whether ibv_alloc_mw with `type` (as an int) fails: EINVAL for a dead PD
-// or a type that is neither 1 nor 2, EOPNOTSUPP without windows, ENOMEM at
-// max_mw live windows.
-int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws);
+// or a type that is neither 1 nor 2, EOPNOTSUPP without windows, the
+// profile's mw_limit_errno at max_mw live windows.
+int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws,
+                 const ProfileRules& rules = ProfileRules());
 
 // The errno of ibv_dereg_mr(3) of a region: EINVAL once it is dead, the
 // profile's errno while `bound_windows` windows are bound to it, else 0.

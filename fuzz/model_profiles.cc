@@ -55,6 +55,8 @@ ProfileRules RulesFor(const std::string& profile) {
     r.bind_checks_pd = false;
     r.invalidate_checks_qp = false;
     r.dereg_bound_mr_errno = EINVAL;
+    // rxe_pool.c __rxe_add_to_pool: a full pool of windows is EINVAL.
+    r.mw_limit_errno = EINVAL;
     r.supports_rereg = false;
     r.local_inv_refused = {WcStatus::kLocQpOpErr};
     // tools/guest/known_differences.md (kernel 6.1): copy_data fails a

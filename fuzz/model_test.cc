@@ -290,6 +290,8 @@ TEST(ModelMw, AllocRules) {
   EXPECT_EQ(AllocMwErrno(true, 0, 10, 0), EINVAL);
   EXPECT_EQ(AllocMwErrno(true, 1, 0, 0), EOPNOTSUPP);
   EXPECT_EQ(AllocMwErrno(true, 1, 10, 10), ENOMEM);
+  EXPECT_EQ(AllocMwErrno(true, 1, 10, 10, RulesFor("rxe")), EINVAL);
+  EXPECT_EQ(AllocMwErrno(true, 1, 10, 9, RulesFor("rxe")), 0);
 }
 
 TEST(ModelMw, Type1BindGrantsTheWindowOnly) {

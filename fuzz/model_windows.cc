@@ -12,14 +12,15 @@ namespace verbsim::fuzz {
 
 // --- Memory windows ----------------------------------------------------------
 
-int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws) {
+int AllocMwErrno(bool pd_alive, int type, int max_mw, int live_mws,
+                 const ProfileRules& rules) {
   if (!pd_alive) return EINVAL;
   if (type != static_cast<int>(MwType::kType1) &&
       type != static_cast<int>(MwType::kType2)) {
     return EINVAL;
   }
   if (max_mw <= 0) return EOPNOTSUPP;
-  if (live_mws >= max_mw) return ENOMEM;
+  if (live_mws >= max_mw) return rules.mw_limit_errno;
   return 0;
 }
 

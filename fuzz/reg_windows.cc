@@ -23,7 +23,7 @@ void RegHarness::AllocMw() {
   if (mws_.size() >= kMaxMws) return;
   PdSlot& p = pds_[slot];
   const int expected = AllocMwErrno(p.alive, type, max_mw_,
-                                    keys_.LiveMwsOnNode(kClientNode));
+                                    keys_.LiveMwsOnNode(kClientNode), rules_);
   auto mw = p.pd->AllocMw(static_cast<MwType>(type));
   FUZZ_NOTE(absl::StrCat("alloc mw type ", type, " pd ", slot, ": ",
                          mw.ok() ? absl::StrCat("rkey 0x",

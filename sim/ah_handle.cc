@@ -36,6 +36,7 @@ class SimAh : public Ah {
     if (st_->dead) return;
     st_->dead = true;
     --st_->pd->ahs;
+    --st_->pd->context->node->live_ahs;
   }
   std::shared_ptr<Fabric> fabric_;
   std::shared_ptr<AhState> st_;
@@ -76,12 +77,17 @@ absl::StatusOr<std::unique_ptr<Ah>> CreateSimAh(
     return Errno(EINVAL, "no route to dgid %s", GidToString(attr.dgid));
   }
   const DeviceAttr& dev = fabric->profile().device;
-  if (pd->ahs >= dev.max_ah) return Errno(ENOMEM, "max_ah reached");
+  Node* node = pd->context->node;
+  if (node->live_ahs >= dev.max_ah) {
+    return Errno(fabric->profile().limit_errno.ah, "max_ah %d reached",
+                 dev.max_ah);
+  }
   auto ah = std::make_shared<AhState>();
   ah->pd = pd;
   ah->attr = attr;
   ah->dest_node = dest_node;
   ++pd->ahs;
+  ++node->live_ahs;
   return std::unique_ptr<Ah>(new SimAh(fabric, ah, pd_handle));
 }
 

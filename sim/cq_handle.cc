@@ -209,7 +209,8 @@ absl::StatusOr<std::unique_ptr<Cq>> CreateSimCq(
   }
   Node* node = context->node;
   if (node->live_cqs >= device.max_cq) {
-    return Errno(ENOMEM, "max_cq %d reached", device.max_cq);
+    return Errno(fabric->profile().limit_errno.cq, "max_cq %d reached",
+                 device.max_cq);
   }
   auto cq = std::make_shared<CqState>();
   cq->context = context;

@@ -74,7 +74,12 @@ struct Node {
   }
   uint32_t next_qpn = 17;  // QPNs are never reused within a fabric's life
   uint32_t next_id = 1;    // PD / CQ ids
-  int live_qps = 0, live_pds = 0, live_cqs = 0;
+  // Live objects, counted against the profile's device limits (max_qp,
+  // ...; MRs and windows are counted by `keys`).
+  int live_qps = 0, live_pds = 0, live_cqs = 0, live_srqs = 0, live_ahs = 0;
+  // Multicast groups with a QP of this node in them, and the node's QP
+  // attachments over all groups (max_mcast_grp, max_total_mcast_qp_attach).
+  int mcast_groups = 0, mcast_attachments = 0;
   bool crashed = false;  // a NodeCrash fault took its HCA away
   bool port_down = false;  // Fabric::SetPortState took port 1 down
   // With the UDP transport: the node lives in another process; here it is
@@ -337,9 +342,11 @@ class Fabric {
   // UD multicast groups (ibv_attach_mcast(3)): the (node, QPN) members of
   // `gid`, in attach order. Attach is idempotent; Detach returns whether the
   // QP was attached; McastGroupsOf counts the groups a QP is in; DetachAll
-  // forgets a destroyed QP.
+  // forgets a destroyed QP. Attach refuses (the profile's
+  // limit_errno.mcast) a group, or an attachment, past the device's
+  // max_mcast_grp, max_total_mcast_qp_attach or max_mcast_qp_attach.
   std::vector<std::pair<int, uint32_t>> McastMembers(const Gid& gid) const;
-  void AttachMcast(const Gid& gid, int node, uint32_t qpn);
+  absl::Status AttachMcast(const Gid& gid, int node, uint32_t qpn);
   bool DetachMcast(const Gid& gid, int node, uint32_t qpn);
   int McastGroupsOf(int node, uint32_t qpn) const;
   void DetachAll(int node, uint32_t qpn);
@@ -397,6 +404,8 @@ class Fabric {
   Streams streams_;
   bool frozen_ = false;  // Freeze()
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
+  void ForgetMcastMember(int node,
+                         const std::vector<std::pair<int, uint32_t>>& left);
   FaultPlan faults_;
   uint64_t registrations_ = 0;
   uint64_t posts_ = 0;

@@ -202,7 +202,7 @@ absl::StatusOr<std::unique_ptr<Mr>> RegisterSimMr(
                  length, start);
   }
   if (node->keys.live() >= static_cast<size_t>(dev.max_mr)) {
-    return Errno(ENOMEM, "max_mr %d reached", dev.max_mr);
+    return Errno(profile.limit_errno.mr, "max_mr %d reached", dev.max_mr);
   }
   auto mr = std::make_shared<MrState>();
   mr->node = node;

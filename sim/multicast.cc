@@ -1,8 +1,11 @@
 // UD multicast groups of the fabric: which QPs of which nodes a datagram to a
-// multicast GID reaches (ibv_attach_mcast(3)).
+// multicast GID reaches (ibv_attach_mcast(3)), and the device limits on
+// groups and attachments (max_mcast_grp, max_mcast_qp_attach,
+// max_total_mcast_qp_attach), counted per node.
 #include <utility>
 #include <vector>
 
+#include "core/errors.h"
 #include "sim/fabric.h"
 
 namespace verbsim::sim {
@@ -14,12 +17,56 @@ std::vector<std::pair<int, uint32_t>> Fabric::McastMembers(
   return it->second;
 }
 
-void Fabric::AttachMcast(const Gid& gid, int node, uint32_t qpn) {
-  auto& members = mcast_[gid];
-  for (const auto& m : members) {
-    if (m.first == node && m.second == qpn) return;
+namespace {
+
+// How many members of `members` are QPs of `node`.
+int MembersOn(const std::vector<std::pair<int, uint32_t>>& members, int node) {
+  int n = 0;
+  for (const auto& m : members) n += m.first == node ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+absl::Status Fabric::AttachMcast(const Gid& gid, int node, uint32_t qpn) {
+  Node* n = nodes_[node].get();
+  const DeviceAttr& dev = profile().device;
+  const int err = profile().limit_errno.mcast;
+  auto it = mcast_.find(gid);
+  int on_node = 0;
+  if (it != mcast_.end()) {
+    for (const auto& m : it->second) {
+      if (m.first == node && m.second == qpn) return absl::OkStatus();
+    }
+    on_node = MembersOn(it->second, node);
   }
-  members.emplace_back(node, qpn);
+  // The device's checks in kernel rxe's order: a group new to the device,
+  // then the device's attachments, then the group's.
+  if (on_node == 0 && n->mcast_groups >= dev.max_mcast_grp) {
+    return Errno(err, "max_mcast_grp %d reached on %s", dev.max_mcast_grp,
+                 n->name);
+  }
+  if (n->mcast_attachments >= dev.max_total_mcast_qp_attach) {
+    return Errno(err, "max_total_mcast_qp_attach %d reached on %s",
+                 dev.max_total_mcast_qp_attach, n->name);
+  }
+  if (on_node >= dev.max_mcast_qp_attach) {
+    return Errno(err, "max_mcast_qp_attach %d reached for %s on %s",
+                 dev.max_mcast_qp_attach, GidToString(gid), n->name);
+  }
+  mcast_[gid].emplace_back(node, qpn);
+  if (on_node == 0) ++n->mcast_groups;
+  ++n->mcast_attachments;
+  return absl::OkStatus();
+}
+
+// Forgets one attachment of a QP of `node` to a group whose other members
+// are `left` (after the erase).
+void Fabric::ForgetMcastMember(
+    int node, const std::vector<std::pair<int, uint32_t>>& left) {
+  Node* n = nodes_[node].get();
+  --n->mcast_attachments;
+  if (MembersOn(left, node) == 0) --n->mcast_groups;
 }
 
 bool Fabric::DetachMcast(const Gid& gid, int node, uint32_t qpn) {
@@ -29,6 +76,7 @@ bool Fabric::DetachMcast(const Gid& gid, int node, uint32_t qpn) {
   for (auto m = members.begin(); m != members.end(); ++m) {
     if (m->first == node && m->second == qpn) {
       members.erase(m);
+      ForgetMcastMember(node, members);
       if (members.empty()) mcast_.erase(it);
       return true;
     }
@@ -50,7 +98,12 @@ void Fabric::DetachAll(int node, uint32_t qpn) {
   for (auto it = mcast_.begin(); it != mcast_.end();) {
     auto& members = it->second;
     for (auto m = members.begin(); m != members.end();) {
-      m = (m->first == node && m->second == qpn) ? members.erase(m) : m + 1;
+      if (m->first == node && m->second == qpn) {
+        m = members.erase(m);
+        ForgetMcastMember(node, members);
+      } else {
+        ++m;
+      }
     }
     it = members.empty() ? mcast_.erase(it) : std::next(it);
   }

@@ -66,7 +66,8 @@ absl::StatusOr<std::unique_ptr<Mw>> AllocSimMw(
   }
   Node* node = pd->context->node;
   if (node->keys.live_mws() >= static_cast<size_t>(dev.max_mw)) {
-    return Errno(ENOMEM, "max_mw %d reached", dev.max_mw);
+    return Errno(fabric->profile().limit_errno.mw, "max_mw %d reached",
+                 dev.max_mw);
   }
   auto mw = std::make_shared<MwState>();
   mw->node = node;

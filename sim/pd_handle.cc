@@ -77,7 +77,8 @@ absl::StatusOr<std::unique_ptr<Pd>> CreateSimPd(
     const std::shared_ptr<ContextState>& context, Context* handle) {
   Node* node = context->node;
   if (node->live_pds >= fabric->profile().device.max_pd) {
-    return Errno(ENOMEM, "max_pd %d reached", fabric->profile().device.max_pd);
+    return Errno(fabric->profile().limit_errno.pd, "max_pd %d reached",
+                 fabric->profile().device.max_pd);
   }
   auto pd = std::make_shared<PdState>();
   pd->context = context;

@@ -212,6 +212,17 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
     p.unused_sgid_errno = ENODATA;
+    // Kernel 6.1 rxe_pool.c __rxe_add_to_pool: a full pool is EINVAL for
+    // the PDs, CQs, QPs, SRQs, windows and address handles rxe_verbs.c and
+    // rxe_mw.c add to it; an MR comes from rxe_alloc, whose NULL
+    // rxe_reg_user_mr turns into ENOMEM; the multicast limits are ENOMEM
+    // (rxe_mcast.c).
+    p.limit_errno.pd = EINVAL;
+    p.limit_errno.cq = EINVAL;
+    p.limit_errno.qp = EINVAL;
+    p.limit_errno.srq = EINVAL;
+    p.limit_errno.mw = EINVAL;
+    p.limit_errno.ah = EINVAL;
     // rxe_param.h RXE_DEVICE_CAP_FLAGS and RXE_MAX_MSG_SIZE, as rxe0
     // reports them.
     p.device.device_cap_flags = 0x1223c76;

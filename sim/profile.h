@@ -141,10 +141,36 @@ enum class ZeroLengthMr {
   kIfInsideAPage,
 };
 
+// The errno of a create that would pass one of the device's limits on how
+// many objects of a kind it holds at once (DeviceAttr max_pd, max_cq,
+// max_qp, max_srq, max_mr, max_mw, max_ah; for ibv_attach_mcast
+// max_mcast_grp, max_mcast_qp_attach and max_total_mcast_qp_attach). A size
+// past a per-object limit (max_cqe, max_qp_wr, max_sge, max_srq_wr, ...) is
+// EINVAL on every profile. The defaults are ENOMEM, the spec's
+// "insufficient resources" and what siw answers (siw_verbs.c: each
+// create's atomic_inc_return(&sdev->num_*) > SIW_MAX_*); rxe's pools refuse
+// with EINVAL (docs/reliability.md "## Bounded memory" has each source).
+// Objects are counted per device, as both drivers count them.
+struct ObjectLimitErrnos {
+  int pd = ENOMEM;
+  int cq = ENOMEM;
+  int qp = ENOMEM;
+  int srq = ENOMEM;
+  int mr = ENOMEM;
+  int mw = ENOMEM;
+  int ah = ENOMEM;
+  int mcast = ENOMEM;  // any of the three multicast limits
+};
+
 struct SimProfile {
   std::string name;
-  // What ibv_query_device reports; limits the sim enforces.
+  // What ibv_query_device reports; limits the sim enforces (a test may
+  // lower them: a SimProvider constructed from FabricOptions whose
+  // profile.device it changed counts to the lowered limits, which is how
+  // sim/tests/limits_test.cc reaches them).
   DeviceAttr device;
+  // errno of a create past a limit on an object count (ObjectLimitErrnos).
+  ObjectLimitErrnos limit_errno;
   PortAttr port;
   // Status of a send/write/read/atomic whose local SGE has a bad lkey.
   WcStatus bad_lkey_status = WcStatus::kLocProtErr;

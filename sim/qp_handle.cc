@@ -154,8 +154,7 @@ class SimQp : public Qp {
   absl::Status AttachMcast(const Gid& gid, uint16_t lid) override {
     Lock lock(*fabric_);
     if (absl::Status s = CheckMcast(gid, lid); !s.ok()) return s;
-    fabric_->AttachMcast(gid, st_->node->index, st_->qpn);
-    return absl::OkStatus();
+    return fabric_->AttachMcast(gid, st_->node->index, st_->qpn);
   }
   absl::Status DetachMcast(const Gid& gid, uint16_t lid) override {
     Lock lock(*fabric_);

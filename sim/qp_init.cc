@@ -71,7 +71,8 @@ absl::StatusOr<std::unique_ptr<Qp>> CreateSimQp(
   }
   Node* node = pd->context->node;
   if (node->live_qps >= dev.max_qp) {
-    return Errno(ENOMEM, "max_qp %d reached", dev.max_qp);
+    return Errno(fabric->profile().limit_errno.qp, "max_qp %d reached",
+                 dev.max_qp);
   }
   auto qp = std::make_unique<QpCore>();
   qp->node = node;

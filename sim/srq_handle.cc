@@ -129,6 +129,7 @@ class SimSrq : public Srq {
     st_->dead = true;
     st_->wqes.clear();
     --st_->pd->srqs;
+    --st_->pd->context->node->live_srqs;
   }
   std::shared_ptr<Fabric> fabric_;
   std::shared_ptr<SrqState> st_;
@@ -156,6 +157,10 @@ absl::StatusOr<std::unique_ptr<Srq>> CreateSimSrq(
                  attr.max_sge, dev.max_srq_sge);
   }
   Node* node = pd->context->node;
+  if (node->live_srqs >= dev.max_srq) {
+    return Errno(fabric->profile().limit_errno.srq, "max_srq %d reached",
+                 dev.max_srq);
+  }
   auto srq = std::make_shared<SrqState>();
   srq->pd = pd;
   srq->id = node->next_id++;
@@ -165,6 +170,7 @@ absl::StatusOr<std::unique_ptr<Srq>> CreateSimSrq(
   // ibv_create_srq(3): srq_limit is irrelevant here; ibv_modify_srq arms.
   srq->limit = 0;
   ++pd->srqs;
+  ++node->live_srqs;
   return std::unique_ptr<Srq>(new SimSrq(fabric, srq, pd_handle));
 }
 

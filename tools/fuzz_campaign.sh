@@ -4,6 +4,8 @@
 # of its corpus with progress every 30 seconds (exec/s, coverage, corpus
 # size), reports findings with the commands that replay them, and with
 # --merge adds the inputs that bring new coverage to fuzz/corpus/<name>/.
+# Unlike tools/test.sh it keeps libFuzzer's 2048 MB memory limit: a long run
+# may grow past 300 MB (docs/fuzzing.md "Memory").
 #
 #   tools/fuzz_campaign.sh [--merge] [SECONDS] [reg_fuzzer|rkey_fuzzer|sequence_fuzzer ...]
 #

@@ -98,7 +98,12 @@ step() {
 
 # Runs each libFuzzer harness of the fuzz build for a bounded time on a copy
 # of its corpus. A crash, leak, timeout or out-of-memory is a finding: the
-# run fails and the reproducer stays where it is printed.
+# run fails and the reproducer stays where it is printed. Resident memory is
+# bounded: past 300 MB (-rss_limit_mb; one allocation past it likewise,
+# libFuzzer's -malloc_limit_mb defaults to the same) the run stops with an
+# out-of-memory finding. The harnesses stay far below it with the smaller
+# ASan quarantine their binaries set (fuzz/asan_options.cc;
+# docs/fuzzing.md "Memory").
 fuzz_run() {
   local seconds="${VERBSIM_FUZZ_SECONDS:-60}"
   if ! [[ "${seconds}" =~ ^[0-9]+$ ]]; then
@@ -132,7 +137,8 @@ fuzz_run() {
     [[ -f "fuzz/${name}.dict" ]] && dict=("-dict=fuzz/${name}.dict")
     echo "==> fuzz run ${name}: ${seconds}s on a copy of fuzz/corpus/${name}" >&2
     "${bin}/fuzz/${name}" -max_total_time="${seconds}" -timeout=30 \
-      -print_final_stats=1 -artifact_prefix="${work}/artifacts/" \
+      -rss_limit_mb=300 -print_final_stats=1 \
+      -artifact_prefix="${work}/artifacts/" \
       ${dict[@]+"${dict[@]}"} "${work}/corpus" >"${work}/log" 2>&1
     rc=$?
     summary="$(grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' "${work}/log" | tr -s ' \t' ' ')"
