@@ -79,7 +79,9 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
   r.wr_id = wc.wr_id;
   fabric->trace().Record(std::move(r));
   cq.entries.push_back(wc);
-  cq.ready.store(cq.entries.size(), std::memory_order_release);
+  // Under the fabric's lock: one writer at a time.
+  cq.ready.store(cq.ready.load(std::memory_order_relaxed) + 1,
+                 std::memory_order_release);
   if (cq.armed && (!cq.armed_solicited_only || solicited ||
                    wc.status != WcStatus::kSuccess)) {
     cq.armed = false;

@@ -94,7 +94,10 @@ class SimCq : public Cq {
       wcs[n++] = st_->entries.front();
       st_->entries.pop_front();
     }
-    st_->ready.store(st_->entries.size(), std::memory_order_release);
+    if (n > 0) {
+      st_->ready.store(st_->ready.load(std::memory_order_relaxed) - n,
+                       std::memory_order_release);
+    }
     return n;
   }
   absl::Status ReqNotify(bool solicited_only) override {
