@@ -100,30 +100,50 @@ absl::Status Connect(Side& s, const Info& peer) {
   return ModifyQpToRts(s.ep->qp(), attr, s.info.psn);
 }
 
+namespace {
+
+// Forks a child with a pipe each way: the child runs `child` on its end of
+// the channel (under a 60 s watchdog) and exits with what it returns; here
+// `*pid` is the child and `*ch` the parent's end.
+void ForkChild(int base, const std::function<int(int, Channel&)>& child,
+               pid_t* pid, Channel* ch) {
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  *pid = fork();
+  ASSERT_GE(*pid, 0) << std::strerror(errno);
+  if (*pid == 0) {
+    alarm(60);  // the child's own watchdog
+    close(to_child[1]);
+    close(to_parent[0]);
+    Channel child_ch{to_child[0], to_parent[1]};
+    _exit(child(base, child_ch));
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  *ch = Channel{to_parent[0], to_child[1]};
+}
+
+}  // namespace
+
 // Runs `child` in a forked process and `parent` here, with a channel each
 // way. The child exits 0 when it saw no failure; it is killed after 60 s.
 void RunTwoProcesses(const std::function<void(int base, Channel&)>& parent,
                      const std::function<void(int base, Channel&)>& child) {
   const int base = FreeBasePort();
   ASSERT_NE(base, 0) << "no two free UDP ports on loopback";
-  int to_child[2], to_parent[2];
-  ASSERT_EQ(pipe(to_child), 0);
-  ASSERT_EQ(pipe(to_parent), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0) << std::strerror(errno);
-  if (pid == 0) {
-    alarm(60);  // the child's own watchdog
-    close(to_child[1]);
-    close(to_parent[0]);
-    Channel ch{to_child[0], to_parent[1]};
-    child(base, ch);
-    // Let the parent's last packets be acknowledged before the node goes.
-    absl::SleepFor(absl::Milliseconds(100));
-    _exit(::testing::Test::HasFailure() ? 1 : 0);
-  }
-  close(to_child[0]);
-  close(to_parent[1]);
-  Channel ch{to_parent[0], to_child[1]};
+  pid_t pid = -1;
+  Channel ch;
+  ForkChild(
+      base,
+      [&](int b, Channel& c) {
+        child(b, c);
+        // Let the parent's last packets be acknowledged before the node goes.
+        absl::SleepFor(absl::Milliseconds(100));
+        return ::testing::Test::HasFailure() ? 1 : 0;
+      },
+      &pid, &ch);
+  if (::testing::Test::HasFatalFailure()) return;
   parent(base, ch);
   close(ch.wr);
   // Reap the child, killing it if it does not finish in time.
@@ -151,24 +171,18 @@ void RunWithVictim(
     const std::function<void(int base, Channel&)>& victim) {
   const int base = FreeBasePort();
   ASSERT_NE(base, 0) << "no two free UDP ports on loopback";
-  int to_child[2], to_parent[2];
-  ASSERT_EQ(pipe(to_child), 0);
-  ASSERT_EQ(pipe(to_parent), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0) << std::strerror(errno);
-  if (pid == 0) {
-    alarm(60);  // the child's own watchdog
-    close(to_child[1]);
-    close(to_parent[0]);
-    Channel ch{to_child[0], to_parent[1]};
-    victim(base, ch);
-    // The victim waits to be killed; an early return is a failure (exit 1)
-    // as much as a failed assertion (exit 2).
-    _exit(::testing::Test::HasFailure() ? 2 : 1);
-  }
-  close(to_child[0]);
-  close(to_parent[1]);
-  Channel ch{to_parent[0], to_child[1]};
+  pid_t pid = -1;
+  Channel ch;
+  ForkChild(
+      base,
+      [&](int b, Channel& c) {
+        victim(b, c);
+        // The victim waits to be killed; an early return is a failure
+        // (exit 1) as much as a failed assertion (exit 2).
+        return ::testing::Test::HasFailure() ? 2 : 1;
+      },
+      &pid, &ch);
+  if (::testing::Test::HasFatalFailure()) return;
   bool killed = false;
   int status = 0;
   const auto kill_victim = [&] {
