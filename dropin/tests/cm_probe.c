@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,25 @@ int main(void) {
   struct rdma_cm_id *listen_id, *other;
   rdma_create_id(sch, &listen_id, NULL, RDMA_PS_TCP);
   rdma_create_id(sch, &other, NULL, RDMA_PS_TCP);
+
+  /* RDMA_OPTION_ID_ACK_TIMEOUT: a u8, for an RC id only (the kernel's
+   * rdma_set_ack_timeout); a refusal changes nothing. */
+  uint8_t ack_timeout = 20;
+  int wrong_size = 20;
+  errno = 0;
+  CHECK(rdma_set_option(other, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &wrong_size,
+                        sizeof(wrong_size)) == -1 && errno == EINVAL,
+        "an ACK timeout option of the wrong size is EINVAL");
+  struct rdma_cm_id *ud_id;
+  CHECK(rdma_create_id(sch, &ud_id, NULL, RDMA_PS_UDP) == 0, "a UD id");
+  errno = 0;
+  CHECK(rdma_set_option(ud_id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                        sizeof(ack_timeout)) == -1 && errno == EINVAL,
+        "an ACK timeout on a UD id is EINVAL");
+  rdma_destroy_id(ud_id);
+  CHECK(rdma_set_option(other, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                        sizeof(ack_timeout)) == 0,
+        "an ACK timeout on an RC id is taken");
   struct sockaddr_in a = addr("127.0.1.9", 7300);
   errno = 0;
   CHECK(rdma_bind_addr(listen_id, (struct sockaddr *)&a) == -1 && errno == EADDRNOTAVAIL,
