@@ -266,8 +266,25 @@ class Fabric {
   // datagrams, and datagrams for local nodes are delivered by that thread
   // (no caller needs to poll). EINVAL for bad options, EADDRINUSE (naming
   // the port) when a socket cannot be bound; nothing started on failure.
+  // Several processes may own a node: each takes the first free process
+  // slot, whose number the QPNs it makes carry (sim/udp_transport.h).
   absl::Status StartUdp();
   bool real_time() const { return udp_ != nullptr; }
+  // The process slot StartUdp took (0 in-process).
+  int process_slot() const { return process_slot_; }
+  // Call in the child after fork() (pthread_atfork), with the parent's
+  // fabric copied into it: closes the parent's UDP sockets in the child and
+  // stops treating the fabric as driven by a progress thread (that thread
+  // is the parent's). The fabric must then never be destroyed (its thread
+  // object names a thread the child does not have); objects made before the
+  // fork stay usable only as a detached copy whose packets no longer leave
+  // the process. Safe only with mu() and the receive lock not held by
+  // another thread at the fork (LockForFork).
+  void AbandonAfterFork();
+  // pthread_atfork's prepare and parent handlers: hold the fabric's locks
+  // across fork(), so the child's copy is consistent.
+  void LockForFork();
+  void UnlockAfterFork();
   // Datagrams the UDP transport refused: malformed or truncated (not a
   // RoCEv2 packet of the sim), or for a node that is not local. A bad ICRC
   // counts as the node's icrc_errors instead.
@@ -366,6 +383,9 @@ class Fabric {
   void Deliver(Packet packet, bool corrupt);
   // Deliver for a local destination, a datagram for a remote one.
   void Arrive(Packet packet, bool corrupt);
+  // Whether `packet` goes to another process: to a node of another process,
+  // or to a QP that another process made on a node both own.
+  bool LeavesProcess(const Packet& packet) const;
   // UDP mode: the clock follows real time.
   void SyncClock();
   void ProgressLoop();
@@ -428,6 +448,7 @@ class Fabric {
                   absl::Duration timeout);
   // The UDP transport (null in-process).
   std::unique_ptr<UdpSockets> udp_;
+  int process_slot_ = 0;
   std::mutex rx_mu_;  // PumpUdp: taken before mu_, never after
   std::thread progress_;
   bool stop_ = false;            // under mu_

@@ -34,9 +34,16 @@ absl::Status Fabric::StartUdp() {
   std::lock_guard<std::mutex> lock(mu_);
   if (udp_ != nullptr) return Errno(EBUSY, "UDP transport already started");
   auto sockets = std::make_unique<UdpSockets>();
-  if (absl::Status s = sockets->Open(u.base_port, u.local_nodes); !s.ok()) {
+  if (absl::Status s = sockets->Open(u.base_port, num_nodes(), u.local_nodes);
+      !s.ok()) {
     return s;
   }
+  // The QPNs this process makes carry its slot, so that every process on
+  // a node makes different ones and a packet's QPN names its process.
+  process_slot_ = sockets->slot();
+  const uint32_t first_qpn =
+      (static_cast<uint32_t>(process_slot_) << kQpnSlotShift) | 17;
+  for (auto& n : nodes_) n->next_qpn = std::max(n->next_qpn, first_qpn);
   // The clock goes on from the virtual time reached so far, in real time.
   real_start_ns_ = absl::GetCurrentTimeNanos() - now_ns_;
   udp_ = std::move(sockets);
@@ -80,7 +87,7 @@ bool Fabric::PumpUdp(bool wait) {
   }
   static thread_local std::vector<UdpSockets::Datagram> datagrams;
   datagrams.clear();
-  udp_->Drain(num_nodes(), &datagrams);
+  udp_->Drain(&datagrams);
   if (datagrams.empty()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   SyncClock();
@@ -135,6 +142,22 @@ void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {
     }
   }
   Deliver(*std::move(p), false);
+}
+
+void Fabric::AbandonAfterFork() {
+  if (udp_ == nullptr) return;
+  udp_->CloseAfterFork();
+  has_progress_thread_.store(false, std::memory_order_release);
+}
+
+void Fabric::LockForFork() {
+  rx_mu_.lock();
+  mu_.lock();
+}
+
+void Fabric::UnlockAfterFork() {
+  mu_.unlock();
+  rx_mu_.unlock();
 }
 
 uint64_t Fabric::udp_foreign() {

@@ -98,8 +98,7 @@ void Fabric::Transmit(Packet packet) {
     flow_ns = arrive;
   }
   arrive += extra_ns;
-  if (extra_ns == 0 && copies == 1 && packet.dst_node >= 0 &&
-      packet.dst_node < num_nodes() && nodes_[packet.dst_node]->remote) {
+  if (extra_ns == 0 && copies == 1 && LeavesProcess(packet)) {
     // UDP transport: the datagram leaves now; the wire (loopback) is the
     // latency. Only a delay or duplicate fault holds it in the event queue.
     Arrive(std::move(packet), corrupt);
@@ -116,6 +115,12 @@ void Fabric::Transmit(Packet packet) {
   });
 }
 
+bool Fabric::LeavesProcess(const Packet& packet) const {
+  if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) return false;
+  if (nodes_[packet.dst_node]->remote) return true;
+  return udp_ != nullptr && QpnSlot(packet.dst_qpn) != process_slot_;
+}
+
 void Fabric::Arrive(Packet packet, bool corrupt) {
   if (packet.deferred_len != 0) {
     // The sender's device reads the payload now (sim/packet.h).
@@ -129,9 +134,7 @@ void Fabric::Arrive(Packet packet, bool corrupt) {
       return;
     }
   }
-  const bool remote = packet.dst_node >= 0 && packet.dst_node < num_nodes() &&
-                      nodes_[packet.dst_node]->remote;
-  if (!remote) {
+  if (!LeavesProcess(packet)) {
     Deliver(std::move(packet), corrupt);
     return;
   }
@@ -141,7 +144,8 @@ void Fabric::Arrive(Packet packet, bool corrupt) {
   std::vector<uint8_t> bytes =
       EncodeRoceV2Ip(packet, ip_id_++, options_.address_base);
   if (corrupt) bytes[bytes.size() - 5] ^= 0x01;
-  if (!udp_->Send(packet.src_node, packet.dst_node, bytes)) {
+  if (!udp_->Send(packet.src_node, packet.dst_node, QpnSlot(packet.dst_qpn),
+                  bytes)) {
     TracePacket(TraceKind::kDrop, packet, "UDP send failed");
   }
 }

@@ -8,8 +8,31 @@
 #include "core/names.h"
 #include "sim/handle_factories.h"
 #include "sim/qp_verbs.h"
+#include "sim/udp_transport.h"
 
 namespace verbsim::sim {
+
+namespace {
+
+// A new QPN of `node`. In-process QPNs are never reused within the
+// fabric's life. Across processes (sim/udp_transport.h) a process's QPNs
+// carry its slot in their top bits; after the last QPN of the slot's range
+// they start again at its first, skipping the ones still in use, as an
+// HCA reuses the QPNs of destroyed QPs.
+uint32_t NextQpn(Node& node) {
+  Fabric& fabric = *node.fabric;
+  if (!fabric.real_time()) return node.next_qpn++;
+  const uint32_t slot = static_cast<uint32_t>(fabric.process_slot());
+  const uint32_t first = (slot << kQpnSlotShift) | 17;
+  const uint32_t end = (slot + 1) << kQpnSlotShift;
+  while (true) {
+    if (node.next_qpn < first || node.next_qpn >= end) node.next_qpn = first;
+    const uint32_t qpn = node.next_qpn++;
+    if (node.qps.find(qpn) == node.qps.end()) return qpn;
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Qp>> CreateSimQp(
     const std::shared_ptr<Fabric>& fabric, const std::shared_ptr<PdState>& pd,
@@ -76,7 +99,7 @@ absl::StatusOr<std::unique_ptr<Qp>> CreateSimQp(
   }
   auto qp = std::make_unique<QpCore>();
   qp->node = node;
-  qp->qpn = node->next_qpn++;
+  qp->qpn = NextQpn(*node);
   qp->type = init.qp_type;
   qp->pd = pd;
   qp->send_cq = scq;

@@ -218,6 +218,7 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   if (std::optional<std::string> udp = env::Get(env::kUdp)) {
     absl::StrAppend(&all_options, ",", *udp);
   }
+  bool local_all = false;
   for (absl::string_view part :
        absl::StrSplit(all_options, ',', absl::SkipEmpty())) {
     if (absl::StartsWith(part, "nodes=")) {
@@ -242,6 +243,10 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
         return Errno(EINVAL, "sim option '%s': udp wants a port 1..65535",
                      part);
       }
+    } else if (part == "local=all") {
+      // Every node is this process's; other processes may own them too
+      // (each in its own process slot, sim/udp_transport.h).
+      local_all = true;
     } else if (absl::StartsWith(part, "local=")) {
       for (absl::string_view n : absl::StrSplit(part.substr(6), '+')) {
         int i = 0;
@@ -258,7 +263,7 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
     } else {
       return Errno(EINVAL,
                    "sim option '%s' unknown (want <profile>, nodes=N, seed=S, "
-                   "addr_base=127.A.B.C, udp=PORT, local=I)",
+                   "addr_base=127.A.B.C, udp=PORT, local=I or all)",
                    part);
     }
   }
@@ -271,6 +276,20 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
   absl::StatusOr<FaultPlan> faults = ParseFaults(fo.faults);
   if (!faults.ok()) {
     return Errno(EINVAL, "VERBSIM_FAULTS: %s", faults.status().message());
+  }
+  if (local_all) {
+    if (!fo.udp.local_nodes.empty()) {
+      return Errno(EINVAL, "sim option local=all and local=<nodes> together");
+    }
+    for (int i = 0; i < fo.nodes; ++i) fo.udp.local_nodes.push_back(i);
+  }
+  if (fo.udp.base_port != 0) {
+    // Multicast groups do not span processes (docs/udp-transport.md): the
+    // device says it has none, as a device without multicast does, so a
+    // program that checks max_mcast_grp leaves it alone.
+    fo.profile.device.max_mcast_grp = 0;
+    fo.profile.device.max_mcast_qp_attach = 0;
+    fo.profile.device.max_total_mcast_qp_attach = 0;
   }
   if (fo.udp.base_port == 0 && !fo.udp.local_nodes.empty()) {
     return Errno(EINVAL, "sim option local= needs udp=<port>");

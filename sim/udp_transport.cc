@@ -24,58 +24,112 @@ sockaddr_in LoopbackAddress(int port) {
 }
 
 UdpSockets::~UdpSockets() {
-  for (int fd : fds_) close(fd);
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
-absl::Status UdpSockets::Open(int base_port,
-                              const std::vector<int>& local_nodes) {
-  base_port_ = base_port;
-  std::vector<int> fds;
-  auto fail = [&](int err, int port) {
-    for (int fd : fds) close(fd);
-    return Errno(err, "UDP transport: cannot bind 127.0.0.1:%d: %s", port,
-                 std::strerror(err));
-  };
-  for (int n : local_nodes) {
-    const int port = base_port + n;
-    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return fail(errno, port);
-    fds.push_back(fd);
-    // Room for a burst of full-MTU packets (a window of a bandwidth test):
-    // a full receive buffer drops datagrams, which RC then retransmits.
-    // SO_RCVBUFFORCE passes net.core.rmem_max when we may (CAP_NET_ADMIN);
-    // otherwise the kernel caps SO_RCVBUF there.
-    const int buf = 4 << 20;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0) {
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-    }
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0) {
-      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    }
-    const sockaddr_in a = LoopbackAddress(port);
-    if (bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
-      return fail(errno, port);
-    }
+namespace {
+
+// Binds 127.0.0.1:`port` for UDP, with room for a burst of full-MTU packets
+// (a window of a bandwidth test): a full receive buffer drops datagrams,
+// which RC then retransmits. SO_RCVBUFFORCE passes net.core.rmem_max when
+// we may (CAP_NET_ADMIN); otherwise the kernel caps SO_RCVBUF there.
+// Returns the socket, or -1 with errno.
+int BindPort(int port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int buf = 4 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
   }
-  const int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake < 0) return fail(errno, 0);
-  fds_ = std::move(fds);
-  nodes_ = local_nodes;
-  wake_fd_ = wake;
-  return absl::OkStatus();
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  }
+  const sockaddr_in a = LoopbackAddress(port);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) != 0) {
+    const int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
 }
 
-bool UdpSockets::Send(int src, int dst, const std::vector<uint8_t>& bytes) {
+}  // namespace
+
+absl::Status UdpSockets::Open(int base_port, int fabric_nodes,
+                              const std::vector<int>& local_nodes) {
+  base_port_ = base_port;
+  fabric_nodes_ = fabric_nodes;
+  int last_port = 0;
+  for (int slot = 0; slot < kMaxProcessSlots; ++slot) {
+    std::vector<int> fds;
+    int err = 0;
+    for (int n : local_nodes) {
+      last_port = SlotPort(base_port, fabric_nodes, n, slot);
+      if (last_port > 65535) {
+        err = EADDRNOTAVAIL;
+        break;
+      }
+      const int fd = BindPort(last_port);
+      if (fd < 0) {
+        err = errno;
+        break;
+      }
+      fds.push_back(fd);
+    }
+    if (err == 0) {
+      const int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (wake < 0) {
+        err = errno;
+        for (int fd : fds) close(fd);
+        return Errno(err, "UDP transport: eventfd: %s", std::strerror(err));
+      }
+      fds_ = std::move(fds);
+      nodes_ = local_nodes;
+      wake_fd_ = wake;
+      slot_ = slot;
+      return absl::OkStatus();
+    }
+    for (int fd : fds) close(fd);
+    // A port in use belongs to another process of the fabric (or to
+    // anyone): the next slot. Any other error ends the search.
+    if (err != EADDRINUSE) {
+      return Errno(err, "UDP transport: cannot bind 127.0.0.1:%d: %s",
+                   last_port, std::strerror(err));
+    }
+  }
+  return Errno(EADDRINUSE,
+               "UDP transport: cannot bind 127.0.0.1:%d: %s (all %d process "
+               "slots of base port %d are taken)",
+               last_port, std::strerror(EADDRINUSE), kMaxProcessSlots,
+               base_port);
+}
+
+bool UdpSockets::Send(int src, int dst, int dst_slot,
+                      const std::vector<uint8_t>& bytes) {
+  if (dst_slot < 0 || dst_slot >= kMaxProcessSlots) return false;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i] != src) continue;
-    const sockaddr_in a = LoopbackAddress(base_port_ + dst);
+    const sockaddr_in a =
+        LoopbackAddress(SlotPort(base_port_, fabric_nodes_, dst, dst_slot));
     const ssize_t n =
         sendto(fds_[i], bytes.data(), bytes.size(), 0,
                reinterpret_cast<const sockaddr*>(&a), sizeof(a));
     return n == static_cast<ssize_t>(bytes.size());
   }
   return false;
+}
+
+void UdpSockets::CloseAfterFork() {
+  for (int& fd : fds_) {
+    close(fd);
+    fd = -1;
+  }
+  if (wake_fd_ >= 0) close(wake_fd_);
+  wake_fd_ = -1;
 }
 
 void UdpSockets::Wake() {
@@ -98,7 +152,7 @@ void UdpSockets::WaitReadable(int64_t timeout_ns) {
   }
 }
 
-void UdpSockets::Drain(int fabric_nodes, std::vector<Datagram>* out) {
+void UdpSockets::Drain(std::vector<Datagram>* out) {
   static thread_local std::vector<uint8_t> buf(65536);
   for (int fd : fds_) {
     // Each recv is one datagram; at most 256 a socket, so that one busy
@@ -110,16 +164,17 @@ void UdpSockets::Drain(int fabric_nodes, std::vector<Datagram>* out) {
           recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT,
                    reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n < 0) break;
-      // Only the fabric's own nodes send to it: 127.0.0.1 and a node's port
-      // (docs/udp-transport.md, "Trust").
-      const int node = static_cast<int>(ntohs(from.sin_port)) - base_port_;
+      // Only the fabric's own nodes send to it: 127.0.0.1 and the port of a
+      // node in some process slot (docs/udp-transport.md, "Trust").
+      const int offset = static_cast<int>(ntohs(from.sin_port)) - base_port_;
       if (from_len < sizeof(from) || from.sin_family != AF_INET ||
-          from.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || node < 0 ||
-          node >= fabric_nodes) {
+          from.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || offset < 0 ||
+          offset >= fabric_nodes_ * kMaxProcessSlots) {
         ++foreign_;
         continue;
       }
-      out->push_back({node, std::vector<uint8_t>(buf.begin(), buf.begin() + n)});
+      out->push_back({offset % fabric_nodes_,
+                      std::vector<uint8_t>(buf.begin(), buf.begin() + n)});
     }
   }
 }

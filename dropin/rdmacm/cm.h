@@ -60,8 +60,10 @@ bool FabricHasIp(uint32_t ip);
 const std::string& SocketNamespace();
 // The IPv4-mapped GID of a sim node's address (host order).
 ibv_gid GidOfIp(uint32_t ip);
-// The PD rdma_create_qp uses when given none.
+// The PD rdma_create_qp uses when given none (the device's, shared by the
+// ids on it); DefaultPdLocked with CmMutex held.
 ibv_pd* DefaultPd(Node* node);
+ibv_pd* DefaultPdLocked(Node* node);
 // The CM's timeouts and retries of this process (core/cm_timing.h), read
 // with the nodes.
 const CmTiming& Timing();
@@ -69,6 +71,15 @@ const CmTiming& Timing();
 // announces its nodes with one abstract socket per node (nodes.cc), as a
 // host answers ARP for its address.
 bool NodePresent(uint32_t ip);
+
+// fork(): the CM's locks are held across it; in a child whose fabric spans
+// processes (VERBSIM_UDP) the nodes are opened again and the service thread
+// started again on first use, on the child's own fabric (fork.cc).
+void RegisterForkHandlers();
+void LockNodesForFork();
+void UnlockNodesAfterFork();
+void ForgetNodesAfterFork();
+void ForgetServiceAfterFork();
 
 // ---- Events and channels ---------------------------------------------------
 

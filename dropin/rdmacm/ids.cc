@@ -55,10 +55,13 @@ void FreeId(Id* id) {
   delete id;
 }
 
-// Sets the id's device from its node.
+// Sets the id's device from its node, and its PD to the device's default
+// one, as librdmacm does once an id is bound to a device (so a program may
+// make its own QP on cm_id->pd). Under CmMutex.
 void AttachNode(Id* id, Node* node) {
   id->node = node;
   id->id.verbs = node->verbs;
+  id->id.pd = DefaultPdLocked(node);
   id->id.port_num = 1;
   id->responder_resources = node->max_rd_atom;
   id->initiator_depth = node->max_init_rd_atom;
@@ -223,6 +226,7 @@ int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
   if (BindSockets(id) != 0) {
     id->node = nullptr;
     id->id.verbs = nullptr;
+    id->id.pd = nullptr;
     id->id.port_num = 0;
     id->src = sockaddr_in{};
     return -1;

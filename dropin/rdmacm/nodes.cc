@@ -7,9 +7,11 @@
 // in-process, the `local=` ones with VERBSIM_UDP.
 //
 // A process makes its nodes' presence known with one abstract datagram
-// socket per node, "verbsim-rdmacm/<namespace>/node/<address>", bound for
-// its whole life: rdma_resolve_addr finds a node of another process only
-// while that socket is bound, as ARP finds a host only while it is up.
+// socket per node, "verbsim-rdmacm/<namespace>/node/<address>" (or, when
+// other processes own the node too, that name with "#<k>" for the first
+// free k), bound for its whole life: rdma_resolve_addr finds a node of
+// another process only while such a socket is bound, as ARP finds a host
+// only while it is up.
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <sys/socket.h>
@@ -58,7 +60,13 @@ std::string NamespaceFromEnv() {
   return "pid" + std::to_string(getpid());
 }
 
-std::once_flag once;
+// Init runs once per process image: once in the process, and again in a
+// child of fork() when the fabric spans processes (ForkChild).
+std::mutex& InitMutex() {
+  static std::mutex* mu = new std::mutex;  // never destroyed
+  return *mu;
+}
+bool initialized = false;  // under InitMutex
 std::vector<Node*>* nodes = nullptr;
 // Every node of the fabric, this process's and the others': base + i for i
 // in 0..fabric_size-1. Asked of the drop-in libibverbs
@@ -69,35 +77,41 @@ int fabric_size = 0;
 std::string* socket_namespace = nullptr;
 CmTiming* timing = nullptr;
 
-// The abstract name that announces node `ip` in this fabric.
-sockaddr_un PresenceName(uint32_t ip, socklen_t* len) {
+// The abstract name that announces node `ip` in this fabric, the k-th of
+// the processes that own it.
+constexpr int kPresenceNames = 16;
+sockaddr_un PresenceName(uint32_t ip, int k, socklen_t* len) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   in_addr a{htonl(ip)};
   char text[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &a, text, sizeof(text));
-  const std::string name =
-      "verbsim-rdmacm/" + *socket_namespace + "/node/" + text;
+  std::string name = "verbsim-rdmacm/" + *socket_namespace + "/node/" + text;
+  if (k > 0) name += "#" + std::to_string(k);
   std::memcpy(addr.sun_path + 1, name.data(), name.size());
   *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
                                 name.size());
   return addr;
 }
 
-// Binds the presence socket of a node of this process; it stays open until
-// the process ends. A name already bound (the same node in two processes, a
-// configuration error) is reported and otherwise ignored.
+// Binds a presence socket of a node of this process, the first free name
+// of the node's; it stays open until the process ends.
 void AnnouncePresence(const Node& node) {
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
-  socklen_t len;
-  const sockaddr_un addr = PresenceName(node.ip, &len);
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    Warn("another process of this fabric already owns the node with this "
-         "process's address " + std::string(addr.sun_path + 1) + ": " +
-         std::strerror(errno));
+  for (int k = 0; k < kPresenceNames; ++k) {
+    const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    socklen_t len;
+    const sockaddr_un addr = PresenceName(node.ip, k, &len);
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0) return;
+    const int err = errno;
     close(fd);
+    if (err != EADDRINUSE) {
+      Warn("cannot announce the node with this process's address " +
+           std::string(addr.sun_path + 1) + ": " + std::strerror(err));
+      return;
+    }
   }
+  // Every name is taken: the node is present through the others.
 }
 
 void LearnFabric() {
@@ -111,7 +125,10 @@ void LearnFabric() {
 
 void Init() {
   nodes = new std::vector<Node*>;
-  socket_namespace = new std::string(NamespaceFromEnv());
+  if (socket_namespace == nullptr) {
+    // A child of fork() keeps its parent's: the same fabric.
+    socket_namespace = new std::string(NamespaceFromEnv());
+  }
   std::string error;
   timing = new CmTiming(CmTimingFromEnv(&error));
   if (!error.empty()) {
@@ -160,8 +177,23 @@ void Init() {
 }  // namespace
 
 const std::vector<Node*>& LocalNodes() {
-  std::call_once(once, Init);
+  std::lock_guard<std::mutex> lock(InitMutex());
+  if (!initialized) {
+    Init();
+    initialized = true;
+    RegisterForkHandlers();  // after libibverbs' (Init opened the devices)
+  }
   return *nodes;
+}
+
+void LockNodesForFork() { InitMutex().lock(); }
+void UnlockNodesAfterFork() { InitMutex().unlock(); }
+
+void ForgetNodesAfterFork() {
+  // The parent's contexts belong to the parent's fabric, which the drop-in
+  // libibverbs has left behind in this child: open the devices again on
+  // first use. The old Node objects stay allocated (ids may point at them).
+  initialized = false;
 }
 
 Node* LocalNodeOf(uint32_t ip) {
@@ -191,10 +223,12 @@ bool NodePresent(uint32_t ip) {
   // nothing is sent.
   const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
-  socklen_t len;
-  const sockaddr_un addr = PresenceName(ip, &len);
-  const bool present =
-      connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0;
+  bool present = false;
+  for (int k = 0; k < kPresenceNames && !present; ++k) {
+    socklen_t len;
+    const sockaddr_un addr = PresenceName(ip, k, &len);
+    present = connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0;
+  }
   close(fd);
   return present;
 }
@@ -216,6 +250,10 @@ ibv_gid GidOfIp(uint32_t ip) {
 
 ibv_pd* DefaultPd(Node* node) {
   std::lock_guard<std::mutex> lock(CmMutex());
+  return DefaultPdLocked(node);
+}
+
+ibv_pd* DefaultPdLocked(Node* node) {
   if (node->default_pd == nullptr) node->default_pd = ibv_alloc_pd(node->verbs);
   return node->default_pd;
 }

@@ -59,6 +59,19 @@ void StartService() {
   std::thread(ServiceLoop).detach();
 }
 
+}  // namespace
+
+void ForgetServiceAfterFork() {
+  // The service thread is the parent's; the child starts its own on first
+  // use. The parent's table stays allocated: its sockets are the parent's
+  // listeners and connections, which the child leaves alone.
+  table = nullptr;
+  timed = nullptr;
+  wake_fd = -1;
+}
+
+namespace {
+
 sockaddr_un NameOf(uint32_t ip, uint16_t port, socklen_t* len) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

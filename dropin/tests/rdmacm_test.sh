@@ -64,7 +64,8 @@ wait_listening() {
 
 # pair NAME SERVER_CMD... -- CLIENT_CMD...: the server on node 0 (process
 # A), then the client on node 1 (process B); both must exit 0. The outputs
-# are left in ${work}/NAME.server and NAME.client.
+# are left in ${work}/NAME.server and NAME.client. pair_local=all makes
+# both processes own every node instead (a device shared by two programs).
 pair() {
   local name="$1"
   shift
@@ -75,12 +76,12 @@ pair() {
   local udp="${next_port}"
   next_port=$(( next_port + 10 ))
   local out_s="${work}/${name}.server" out_c="${work}/${name}.client"
-  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=0" \
+  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=${pair_local:-0}" \
     run_bounded 60 "${server_cmd[@]}" >"${out_s}" 2>&1 &
   local server=$!
   pids+=("${server}")
   wait_listening "${udp}" "${server}"
-  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=1" \
+  VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=${pair_local:-1}" \
     run_bounded 60 "${client_cmd[@]}" >"${out_c}" 2>&1
   local rc_c=$?
   # A failed client leaves nobody for the server to wait for.
@@ -154,6 +155,12 @@ expect "${work}/rping.client" "${count}" '^ping data: rdma-ping-[0-9]+: '
 n="$(grep -Fxc 'ping data: rdma-ping-19: TUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyzABCDEFGHIJ' "${work}/rping.client")"
 [[ "${n}" -eq 1 ]] || fail "rping.client lacks the 20th ping's exact text"
 expect "${work}/rping.client" 0 'mismatch'
+# Server and client both on sim0, two programs sharing the device
+# (docs/udp-transport.md, "Processes sharing a node").
+pair_local=all pair rping_shared /usr/bin/rping -s -a 127.0.1.1 -p 7175 -C 10 -v -- \
+  /usr/bin/rping -c -a 127.0.1.1 -p 7175 -C 10 -v -V
+expect "${work}/rping_shared.client" 10 '^ping data: rdma-ping-[0-9]+: '
+expect "${work}/rping_shared.server" 10 '^server ping data: rdma-ping-[0-9]+: '
 pair rping_own_qp /usr/bin/rping -s -q -a 127.0.1.1 -p 7174 -C 5 -v -- \
   /usr/bin/rping -c -q -a 127.0.1.1 -p 7174 -C 5 -v -V
 expect "${work}/rping_own_qp.client" 5 '^ping data: rdma-ping-[0-9]+: '

@@ -4,6 +4,7 @@
 //   VERBSIM_PROFILE  sim profile (sim/profile.h: ibta, rxe, ...; default ibta)
 //   VERBSIM_SEED, VERBSIM_FAULTS  read by the sim provider (sim/faults.h)
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -71,7 +72,10 @@ absl::StatusOr<std::string> SpecFromEnv() {
 }
 
 void Init() {
-  devices = new std::vector<Device*>;
+  // Again in a child of fork(): the parent's devices stay (the program may
+  // hold them, and the environment that named them is the same).
+  const bool again = devices != nullptr;
+  if (!again) devices = new std::vector<Device*>;
   absl::StatusOr<std::string> spec = SpecFromEnv();
   if (!spec.ok()) {
     Warn(absl::StrCat(spec.status().message(), "; no devices"));
@@ -101,7 +105,7 @@ void Init() {
     return;
   }
   provider = opened->release();  // lives as long as the process
-  for (size_t i = 0; i < names->size(); ++i) {
+  for (size_t i = 0; i < names->size() && !again; ++i) {
     auto* d = new Device{};
     d->index = static_cast<int>(i);
     const std::string& name = (*names)[i];
@@ -125,12 +129,58 @@ void Init() {
   }
 }
 
-std::once_flag init_once;
+// Init runs once per process image: once in the process, and once more in
+// a child of fork() whose parent's fabric spans processes (ForkChild).
+std::mutex& InitMutex() {
+  static std::mutex* mu = new std::mutex;  // never destroyed
+  return *mu;
+}
+bool initialized = false;  // under InitMutex
+
+sim::Fabric* SimFabric() {
+  auto* sim = dynamic_cast<sim::SimProvider*>(provider);
+  return sim != nullptr ? &sim->fabric() : nullptr;
+}
+
+// fork(): the fabric's locks are held across it, so the child's copy is
+// consistent. A fabric that spans processes (VERBSIM_UDP) belongs to the
+// parent: its sockets are the parent's ports and its progress thread runs
+// in the parent only. The child therefore gets a fabric of its own on
+// first use, in a process slot of its own, as a child process opens the
+// HCA again (docs/udp-transport.md, "Processes sharing a node"); the
+// device list it had stays valid, since a device is opened by name. An
+// in-process fabric is copied into the child as the rest of its memory.
+void ForkPrepare() {
+  InitMutex().lock();
+  if (sim::Fabric* f = SimFabric()) f->LockForFork();
+}
+void ForkParent() {
+  if (sim::Fabric* f = SimFabric()) f->UnlockAfterFork();
+  InitMutex().unlock();
+}
+void ForkChild() {
+  if (sim::Fabric* f = SimFabric()) {
+    f->UnlockAfterFork();
+    if (f->real_time()) {
+      f->AbandonAfterFork();
+      provider = nullptr;  // the parent's; never destroyed here
+      initialized = false;
+    }
+  }
+  InitMutex().unlock();
+}
 
 }  // namespace
 
 Provider* GetProvider() {
-  std::call_once(init_once, Init);
+  std::lock_guard<std::mutex> lock(InitMutex());
+  if (!initialized) {
+    static const bool handlers =
+        pthread_atfork(ForkPrepare, ForkParent, ForkChild) == 0;
+    (void)handlers;
+    Init();
+    initialized = true;
+  }
   return provider;
 }
 

@@ -37,14 +37,14 @@ bool Channel::Read(void* p, size_t n, int timeout_ms) {
 
 // Two free UDP ports base, base+1 on loopback (probed; the child binds its
 // own after the fork).
-int FreeBasePort() {
+int FreeBasePort(int count) {
   std::mt19937 rng(static_cast<uint32_t>(getpid()) * 2654435761u ^
                    static_cast<uint32_t>(absl::GetCurrentTimeNanos()));
   for (int attempt = 0; attempt < 50; ++attempt) {
     const int base = 20000 + static_cast<int>(rng() % 40000);
     bool ok = true;
-    int fds[2] = {-1, -1};
-    for (int i = 0; i < 2 && ok; ++i) {
+    std::vector<int> fds(static_cast<size_t>(count), -1);
+    for (int i = 0; i < count && ok; ++i) {
       fds[i] = socket(AF_INET, SOCK_DGRAM, 0);
       sockaddr_in a{};
       a.sin_family = AF_INET;
@@ -62,8 +62,13 @@ int FreeBasePort() {
 
 absl::Status MakeSide(int base, int me, QpType type, Side* s,
                       uint8_t timeout) {
-  auto provider =
-      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=", me));
+  return MakeSideWith(absl::StrCat("sim:nodes=2,udp=", base, ",local=", me),
+                      me, type, s, timeout);
+}
+
+absl::Status MakeSideWith(const std::string& spec, int me, QpType type,
+                          Side* s, uint8_t timeout) {
+  auto provider = OpenProvider(spec);
   if (!provider.ok()) return provider.status();
   s->provider = *std::move(provider);
   auto ctx = s->provider->Open(absl::StrCat("sim", me));

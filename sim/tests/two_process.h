@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,9 +44,9 @@ struct Channel {
   }
 };
 
-// Two free UDP ports base, base+1 on loopback (probed; the child binds its
+// `count` free UDP ports from base on loopback (probed; the child binds its
 // own after the fork); 0 when none were found.
-int FreeBasePort();
+int FreeBasePort(int count = 2);
 
 // One side: its provider (a two-node fabric whose node `me` is local) and
 // one endpoint on that node.
@@ -65,6 +66,9 @@ struct Side {
 // for bursts that a sanitizer build takes a while to receive).
 absl::Status MakeSide(int base, int me, QpType type, Side* s,
                       uint8_t timeout = 10);
+// The same on a provider opened with `spec`, the endpoint on node `me`.
+absl::Status MakeSideWith(const std::string& spec, int me, QpType type,
+                          Side* s, uint8_t timeout = 10);
 
 // Moves the side's QP to RTR and RTS towards `peer`.
 absl::Status Connect(Side& s, const Info& peer);

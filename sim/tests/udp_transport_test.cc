@@ -196,18 +196,24 @@ TEST(UdpTransport, BadOptionsAreRefused) {
   EXPECT_EQ(ErrnoOf(OpenProvider("sim:udp=70000").status()), EINVAL);
   EXPECT_EQ(ErrnoOf(OpenProvider("sim:nodes=2,udp=30000,local=5").status()),
             EINVAL);
-  // A port already bound: EADDRINUSE naming it.
-  const int base = FreeBasePort();
+  // A node's port already bound: the next process slot (several processes
+  // own one node); all slots bound: EADDRINUSE naming a port.
+  const int base = FreeBasePort(2 * kMaxProcessSlots);
   ASSERT_NE(base, 0);
-  auto first = OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
-  ASSERT_TRUE(first.ok()) << first.status();
-  auto second =
-      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(ErrnoOf(second.status()), EADDRINUSE);
-  EXPECT_NE(second.status().message().find(std::to_string(base)),
+  std::vector<std::unique_ptr<Provider>> owners;
+  for (int slot = 0; slot < kMaxProcessSlots; ++slot) {
+    auto p = OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
+    ASSERT_TRUE(p.ok()) << "slot " << slot << ": " << p.status();
+    EXPECT_EQ(AsSimProvider(p->get())->fabric().process_slot(), slot);
+    owners.push_back(*std::move(p));
+  }
+  auto full = OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(ErrnoOf(full.status()), EADDRINUSE);
+  EXPECT_NE(full.status().message().find(
+                std::to_string(SlotPort(base, 2, 0, kMaxProcessSlots - 1))),
             std::string::npos)
-      << second.status();
+      << full.status();
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "tools/verbsim/exec.h"
 
 #include <ftw.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/environment.h"
+#include "sim/udp_transport.h"
 #include "tools/verbsim/sweep.h"
 
 namespace verbsim::cli {
@@ -43,6 +46,13 @@ options (each sets the variable of docs/drop-in.md for COMMAND):
   --faults=RULES    VERBSIM_FAULTS, the text form of docs/faults.md
   --debug           VERBSIM_DEBUG=1: every failing verb prints its reason
   --no-sysfs        no sysfs view (below)
+  --shared          the devices are shared by COMMAND's processes, as an
+                    HCA is: its children (fork) and any process started
+                    with the same VERBSIM_UDP see the same sim0, sim1, ...
+                    and reach each other's QPs; VERBSIM_UDP=udp=PORT,
+                    local=all on a free loopback port range
+                    (docs/udp-transport.md). Time is then real, not virtual:
+                    not with --seeds
 
 COMMAND also sees the devices where programs look for them in the file
 system (UCX, pyverbs, libibumad): /sys/class/infiniband/<dev>,
@@ -236,6 +246,29 @@ int Usage(const std::string& message) {
 
 }  // namespace
 
+// A base port whose process-slot ports (sim/udp_transport.h) for `nodes`
+// nodes are all free on loopback now; 0 when none was found.
+int FreeSharedBase(int nodes) {
+  const int span = nodes * sim::kMaxProcessSlots;
+  unsigned seed = static_cast<unsigned>(getpid()) * 2654435761u;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    seed = seed * 1103515245u + 12345u;
+    const int base = 20000 + static_cast<int>((seed >> 8) % (40000 - span));
+    bool free = true;
+    std::vector<int> fds;
+    for (int p = base; p < base + span && free; ++p) {
+      const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return 0;
+      fds.push_back(fd);
+      const sockaddr_in a = sim::LoopbackAddress(p);
+      free = bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+    }
+    for (int fd : fds) close(fd);
+    if (free) return base;
+  }
+  return 0;
+}
+
 const char* ExecHelp() { return kExecHelp; }
 
 int Exec(int argc, char** argv, int first) {
@@ -253,6 +286,7 @@ int Exec(int argc, char** argv, int first) {
   bool sweep = false;
   bool one_seed = false;
   bool sysfs = true;
+  bool shared = false;
   SweepOptions sweep_options;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -267,6 +301,10 @@ int Exec(int argc, char** argv, int first) {
     if (arg == "--debug") {
       setenv("VERBSIM_DEBUG", "1", 1);
       sweep_options.replay_options.push_back(arg);
+      continue;
+    }
+    if (arg == "--shared") {
+      shared = true;
       continue;
     }
     if (arg == "--no-sysfs") {
@@ -317,6 +355,24 @@ int Exec(int argc, char** argv, int first) {
   if (i >= argc) return Usage("which command?");
   if (sweep && one_seed) {
     return Usage("--seed and --seeds together: give one or the other");
+  }
+  if (sweep && shared) {
+    return Usage("--shared runs in real time, which a seed sweep cannot "
+                 "replay: give one or the other");
+  }
+  if (shared) {
+    int nodes = 2;
+    if (const char* n = std::getenv("VERBSIM_NODES");
+        n != nullptr && (!absl::SimpleAtoi(n, &nodes) || nodes < 1)) {
+      return Usage(absl::StrCat("VERBSIM_NODES='", n, "' is not a count"));
+    }
+    const int base = FreeSharedBase(nodes);
+    if (base == 0) {
+      std::fprintf(stderr, "verbsim exec: no free range of %d UDP ports on "
+                   "loopback for --shared\n", nodes * sim::kMaxProcessSlots);
+      return kExitNotRun;
+    }
+    setenv(env::kUdp, absl::StrCat("udp=", base, ",local=all").c_str(), 1);
   }
   std::vector<std::string> tried;
   const std::vector<std::string> dirs = DropinDirs(&tried);
