@@ -31,6 +31,10 @@ class SimContext : public Context {
     list.push_back(st_);
   }
   const SimProfile& profile() const { return fabric_->profile(); }
+  void JoinMcastIp(const Gid& gid, bool join) {
+    Lock lock(*fabric_);
+    fabric_->JoinMcastIp(gid, st_->node->index, join);
+  }
   ~SimContext() override {
     Lock lock(*fabric_);
     st_->dead = true;
@@ -114,6 +118,13 @@ std::unique_ptr<Context> OpenSimContext(std::shared_ptr<Fabric> fabric,
                                         int node_index) {
   Node* node = fabric->node(node_index);
   return std::make_unique<SimContext>(std::move(fabric), node);
+}
+
+bool JoinSimMcastIp(Context* context, const Gid& gid, bool join) {
+  auto* sim_context = dynamic_cast<SimContext*>(context);
+  if (sim_context == nullptr) return false;
+  sim_context->JoinMcastIp(gid, join);
+  return true;
 }
 
 const SimProfile* GetSimProfile(const Context* context) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <queue>
 #include <random>
@@ -34,6 +35,7 @@
 namespace verbsim::sim {
 
 class Fabric;
+class McastPresence;
 class UdpSockets;
 
 // A small, fast random source (the splitmix64 sequence) for the draws of
@@ -363,6 +365,21 @@ class Fabric {
   // limit_errno.mcast) a group, or an attachment, past the device's
   // max_mcast_grp, max_total_mcast_qp_attach or max_mcast_qp_attach.
   std::vector<std::pair<int, uint32_t>> McastMembers(const Gid& gid) const;
+  // Where a datagram to `gid` goes: the members of every process of the
+  // fabric (this one's from McastMembers, the others' announced,
+  // sim/mcast_presence.h), and the nodes joined to the group at the IP
+  // level (JoinMcastIp, in any process).
+  struct McastRoute {
+    std::vector<std::pair<int, uint32_t>> members;
+    std::set<int> ip_joined;
+  };
+  McastRoute RouteMcast(const Gid& gid) const;
+  // Node `node` joins (or leaves) group `gid` at the IP level, as the
+  // kernel's CM does for RoCE on rdma_join_multicast (an IGMP join of the
+  // netdev): on a profile whose device leaves multicast to the IP stack
+  // (SimProfile::delivers_multicast false, rxe), datagrams to the group
+  // then reach the node's members. Counted: two joins need two leaves.
+  void JoinMcastIp(const Gid& gid, int node, bool join);
   absl::Status AttachMcast(const Gid& gid, int node, uint32_t qpn);
   bool DetachMcast(const Gid& gid, int node, uint32_t qpn);
   int McastGroupsOf(int node, uint32_t qpn) const;
@@ -424,6 +441,9 @@ class Fabric {
   Streams streams_;
   bool frozen_ = false;  // Freeze()
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
+  std::map<std::pair<Gid, int>, int> mcast_ip_joins_;  // (gid, node): count
+  // Members and IP joins announced to the other processes (UDP transport).
+  std::unique_ptr<McastPresence> mcast_presence_;
   void ForgetMcastMember(int node,
                          const std::vector<std::pair<int, uint32_t>>& left);
   FaultPlan faults_;

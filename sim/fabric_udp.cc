@@ -5,9 +5,11 @@
 #include <climits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "sim/fabric.h"
+#include "sim/mcast_presence.h"
 #include "sim/transport.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"
@@ -47,6 +49,8 @@ absl::Status Fabric::StartUdp() {
   // The clock goes on from the virtual time reached so far, in real time.
   real_start_ns_ = absl::GetCurrentTimeNanos() - now_ns_;
   udp_ = std::move(sockets);
+  mcast_presence_ =
+      std::make_unique<McastPresence>(absl::StrCat("udp", u.base_port));
   multi_threaded_ = true;
   progress_ = std::thread([this] { ProgressLoop(); });
   has_progress_thread_.store(true, std::memory_order_release);
@@ -147,6 +151,7 @@ void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {
 void Fabric::AbandonAfterFork() {
   if (udp_ == nullptr) return;
   udp_->CloseAfterFork();
+  if (mcast_presence_ != nullptr) mcast_presence_->ForgetAfterFork();
   has_progress_thread_.store(false, std::memory_order_release);
 }
 

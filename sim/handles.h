@@ -30,6 +30,10 @@ bool GetSimSrqCapacity(const Srq* srq, SrqAttr* out);
 // provider.
 const SimProfile* GetSimProfile(const Context* context);
 
+// Joins the context's node to multicast group `gid` at the IP level, or
+// leaves it (Fabric::JoinMcastIp); false for a context of another provider.
+bool JoinSimMcastIp(Context* context, const Gid& gid, bool join);
+
 // Marks a sim QP as connected through the connection manager (an iWARP
 // profile lets only such QPs enter RTS); a QP of another provider is left.
 void MarkSimQpCmConnected(Qp* qp);

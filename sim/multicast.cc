@@ -7,6 +7,8 @@
 
 #include "core/errors.h"
 #include "sim/fabric.h"
+#include "sim/mcast_presence.h"
+#include "sim/udp_transport.h"
 
 namespace verbsim::sim {
 
@@ -55,6 +57,7 @@ absl::Status Fabric::AttachMcast(const Gid& gid, int node, uint32_t qpn) {
                  dev.max_mcast_qp_attach, GidToString(gid), n->name);
   }
   mcast_[gid].emplace_back(node, qpn);
+  if (mcast_presence_ != nullptr) mcast_presence_->AnnounceMember(gid, node, qpn);
   if (on_node == 0) ++n->mcast_groups;
   ++n->mcast_attachments;
   return absl::OkStatus();
@@ -77,6 +80,9 @@ bool Fabric::DetachMcast(const Gid& gid, int node, uint32_t qpn) {
     if (m->first == node && m->second == qpn) {
       members.erase(m);
       ForgetMcastMember(node, members);
+      if (mcast_presence_ != nullptr) {
+        mcast_presence_->WithdrawMember(gid, node, qpn);
+      }
       if (members.empty()) mcast_.erase(it);
       return true;
     }
@@ -101,12 +107,44 @@ void Fabric::DetachAll(int node, uint32_t qpn) {
       if (m->first == node && m->second == qpn) {
         m = members.erase(m);
         ForgetMcastMember(node, members);
+        if (mcast_presence_ != nullptr) {
+          mcast_presence_->WithdrawMember(it->first, node, qpn);
+        }
       } else {
         ++m;
       }
     }
     it = members.empty() ? mcast_.erase(it) : std::next(it);
   }
+}
+
+Fabric::McastRoute Fabric::RouteMcast(const Gid& gid) const {
+  McastRoute route;
+  route.members = McastMembers(gid);
+  for (const auto& [key, count] : mcast_ip_joins_) {
+    if (key.first == gid && count > 0) route.ip_joined.insert(key.second);
+  }
+  if (mcast_presence_ == nullptr) return route;
+  // The other processes' members: those whose QPN is of another process
+  // slot (this process's are in mcast_ already).
+  McastPresence::View others = mcast_presence_->Scan(gid);
+  for (const auto& [node, qpn] : others.members) {
+    if (QpnSlot(qpn) != process_slot_) route.members.emplace_back(node, qpn);
+  }
+  route.ip_joined.insert(others.ip_joined.begin(), others.ip_joined.end());
+  return route;
+}
+
+void Fabric::JoinMcastIp(const Gid& gid, int node, bool join) {
+  int& count = mcast_ip_joins_[{gid, node}];
+  if (join) {
+    ++count;
+    if (mcast_presence_ != nullptr) mcast_presence_->AnnounceIpJoin(gid, node);
+  } else if (count > 0) {
+    --count;
+    if (mcast_presence_ != nullptr) mcast_presence_->WithdrawIpJoin(gid, node);
+  }
+  if (count == 0) mcast_ip_joins_.erase({gid, node});
 }
 
 }  // namespace verbsim::sim

@@ -283,14 +283,6 @@ absl::StatusOr<std::unique_ptr<SimProvider>> SimProvider::Create(
     }
     for (int i = 0; i < fo.nodes; ++i) fo.udp.local_nodes.push_back(i);
   }
-  if (fo.udp.base_port != 0) {
-    // Multicast groups do not span processes (docs/udp-transport.md): the
-    // device says it has none, as a device without multicast does, so a
-    // program that checks max_mcast_grp leaves it alone.
-    fo.profile.device.max_mcast_grp = 0;
-    fo.profile.device.max_mcast_qp_attach = 0;
-    fo.profile.device.max_total_mcast_qp_attach = 0;
-  }
   if (fo.udp.base_port == 0 && !fo.udp.local_nodes.empty()) {
     return Errno(EINVAL, "sim option local= needs udp=<port>");
   }

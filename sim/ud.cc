@@ -90,15 +90,24 @@ WcStatus UdSend(QpCore& qp, SendWqe& w) {
     return WcStatus::kSuccess;
   }
   // A multicast group: one copy to every attached QP but the sender's own
-  // (IBA 10.5.2.5: the QPN is 0xFFFFFF).
-  if (!profile.delivers_multicast) {
+  // (IBA 10.5.2.5: the QPN is 0xFFFFFF), in this process and, across
+  // processes, the others' (Fabric::RouteMcast).
+  const Fabric::McastRoute route = fabric->RouteMcast(w.ah->attr.dgid);
+  if (!profile.delivers_multicast && route.ip_joined.empty()) {
     // Sent, and received by nobody (SimProfile::delivers_multicast).
     ++qp.packets_sent;
     return WcStatus::kSuccess;
   }
-  for (const auto& [node, qpn] : fabric->McastMembers(w.ah->attr.dgid)) {
+  for (const auto& [node, qpn] : route.members) {
+    // A device that leaves multicast to the IP stack reaches a member only
+    // where its node joined the group at the IP level, and then the
+    // datagram the host loops back reaches the sending device's other
+    // members too.
+    const bool ip_joined = route.ip_joined.count(node) != 0;
+    if (!profile.delivers_multicast && !ip_joined) continue;
     if (node == qp.node->index &&
-        (qpn == qp.qpn || !profile.mcast_reaches_local_members)) {
+        (qpn == qp.qpn ||
+         (!profile.mcast_reaches_local_members && !ip_joined))) {
       continue;
     }
     ++qp.packets_sent;

@@ -153,6 +153,15 @@ struct Peer {
 
 struct Msg;
 
+// A multicast group an id joined (rdma_join_multicast(3)).
+struct McJoin {
+  sockaddr_in addr{};
+  ibv_gid mgid{};
+  void* context = nullptr;
+  ibv_qp* attached = nullptr;  // the id's QP, attached to the group
+  bool ip_joined = false;      // a full member: the device joined at IP level
+};
+
 struct Id {
   rdma_cm_id id;  // first
   bool sync = false;       // made with no channel: calls wait for their event
@@ -202,7 +211,11 @@ struct Id {
   // From the peer's REQ: the response timeout and retries its REP uses.
   uint8_t req_response_timeout = 20;
   uint8_t req_max_retries = 15;
+  std::vector<McJoin> groups;  // rdma_join_multicast; left on destroy
 };
+
+// Leaves every group `id` joined (rdma_destroy_id). Under CmMutex.
+void LeaveAllGroups(Id* id);
 
 inline Id* IdOf(rdma_cm_id* id) { return reinterpret_cast<Id*>(id); }
 
@@ -306,6 +319,9 @@ void FillRoute(Id* id);
 void FillPath(Id* id);
 // An address handle toward the peer (its GID; RoCE needs no LID).
 ibv_ah_attr AhToPeer(const Id* id);
+// The IPv4 address in a sockaddr; EAFNOSUPPORT (with a line on stderr) for
+// another family, which this library does not cover.
+int Ipv4Of(const sockaddr* addr, sockaddr_in* out);
 
 // Port-space helpers.
 bool IsUd(const Id* id);

@@ -120,8 +120,8 @@ int QpTypeOf(rdma_port_space ps, ibv_qp_type* type) {
   return Fail(EINVAL);
 }
 
-// The IPv4 address in a sockaddr (host order); EAFNOSUPPORT for another
-// family, which this library does not cover.
+}  // namespace
+
 int Ipv4Of(const sockaddr* addr, sockaddr_in* out) {
   if (addr == nullptr || addr->sa_family != AF_INET) {
     if (addr != nullptr) {
@@ -133,6 +133,8 @@ int Ipv4Of(const sockaddr* addr, sockaddr_in* out) {
   std::memcpy(out, addr, sizeof(*out));
   return 0;
 }
+
+namespace {
 
 // How often an address query looks for the node's owner again.
 constexpr int64_t kPresencePollMs = 20;
@@ -197,6 +199,7 @@ int rdma_destroy_id(rdma_cm_id* cm_id) {
     std::lock_guard<std::mutex> lock(CmMutex());
     // Closing the connection tells the peer (a DREQ or REJ in the real CM).
     CloseSockets(id);
+    LeaveAllGroups(id);
   }
   FreeId(id);
   return 0;

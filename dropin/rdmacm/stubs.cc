@@ -40,8 +40,6 @@ long NotCovered(const char* function, std::atomic<bool>* said) {
   }
 
 // RDMACM_1.0
-VERBSIM_RDMACM_STUB(rdma_join_multicast)
-VERBSIM_RDMACM_STUB(rdma_leave_multicast)
 VERBSIM_RDMACM_STUB(rdma_notify)
 VERBSIM_RDMACM_STUB(rdma_create_srq_ex)
 VERBSIM_RDMACM_STUB(rsocket)
@@ -69,8 +67,6 @@ VERBSIM_RDMACM_STUB(rfcntl)
 VERBSIM_RDMACM_STUB(riomap)
 VERBSIM_RDMACM_STUB(riounmap)
 VERBSIM_RDMACM_STUB(riowrite)
-// RDMACM_1.1
-VERBSIM_RDMACM_STUB(rdma_join_multicast_ex)
 // RDMACM_1.3
 VERBSIM_RDMACM_STUB(rdma_get_remote_ece)
 VERBSIM_RDMACM_STUB(rdma_reject_ece)

@@ -2,7 +2,7 @@
  * two sim nodes (127.0.1.1 listens, 127.0.1.2 connects), over event channels:
  * errors for bad input with the object still usable, private data both
  * ways, a rejection, a connection with a send each way, the disconnect,
- * and a call that is not covered. Linked against the system's librdmacm and
+ * multicast joins, and a call that is not covered. Linked against the system's librdmacm and
  * libibverbs like any program; cm_probe_test.sh runs it on the drop-ins.
  * Prints "ok <what>" per check and exits 1 at the first failure. */
 #include <errno.h>
@@ -208,10 +208,42 @@ int main(void) {
   rdma_destroy_ep(s2);
   rdma_destroy_ep(c2);
 
+  /* Multicast through rdma_cm (a UD id bound to 127.0.1.1): the event
+   * addresses the group, errors name what is wrong, the id stays usable. */
+  struct rdma_cm_id *u = NULL;
+  CHECK(rdma_create_id(sch, &u, NULL, RDMA_PS_UDP) == 0, "a UD id");
+  struct sockaddr_in ub = {.sin_family = AF_INET};
+  inet_pton(AF_INET, "127.0.1.1", &ub.sin_addr);
+  CHECK(rdma_bind_addr(u, (struct sockaddr *)&ub) == 0, "the UD id binds 127.0.1.1");
   errno = 0;
-  CHECK(rdma_join_multicast(listen_id, (struct sockaddr *)&a, NULL) == -1 &&
-            errno == EOPNOTSUPP,
-        "rdma_join_multicast is not covered: -1, EOPNOTSUPP");
+  CHECK(rdma_join_multicast(u, (struct sockaddr *)&ub, NULL) == -1 && errno == EINVAL,
+        "joining a unicast address: -1, EINVAL");
+  struct sockaddr_in g = {.sin_family = AF_INET};
+  inet_pton(AF_INET, "239.9.9.9", &g.sin_addr);
+  int tag = 7;
+  CHECK(rdma_join_multicast(u, (struct sockaddr *)&g, &tag) == 0, "joins 239.9.9.9");
+  struct rdma_cm_event *je = expect_event(sch, RDMA_CM_EVENT_MULTICAST_JOIN);
+  const uint8_t mgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 9, 9, 9};
+  CHECK(je->status == 0 && je->param.ud.qp_num == 0xffffff &&
+            je->param.ud.qkey == RDMA_UDP_QKEY &&
+            je->param.ud.private_data == &tag && je->param.ud.ah_attr.is_global &&
+            memcmp(je->param.ud.ah_attr.grh.dgid.raw, mgid, 16) == 0,
+        "MULTICAST_JOIN: QPN 0xFFFFFF, RDMA_UDP_QKEY, the context, dgid ::ffff:239.9.9.9");
+  rdma_ack_cm_event(je);
+  errno = 0;
+  CHECK(rdma_join_multicast(u, (struct sockaddr *)&g, NULL) == -1 && errno == EADDRINUSE,
+        "the same group again: -1, EADDRINUSE");
+  struct sockaddr_in g2 = g;
+  inet_pton(AF_INET, "239.9.9.10", &g2.sin_addr);
+  errno = 0;
+  CHECK(rdma_leave_multicast(u, (struct sockaddr *)&g2) == -1 && errno == EADDRNOTAVAIL,
+        "leaving a group not joined: -1, EADDRNOTAVAIL");
+  CHECK(rdma_leave_multicast(u, (struct sockaddr *)&g) == 0, "leaves 239.9.9.9");
+  CHECK(rdma_destroy_id(u) == 0, "the UD id is destroyed");
+
+  errno = 0;
+  CHECK(rdma_notify(listen_id, IBV_EVENT_COMM_EST) == -1 && errno == EOPNOTSUPP,
+        "rdma_notify is not covered: -1, EOPNOTSUPP");
   rdma_destroy_id(other);
   rdma_destroy_id(listen_id);
   rdma_destroy_event_channel(sch);

@@ -3,10 +3,9 @@
 # sim through `verbsim exec --shared --profile=rxe` (docs/drop-in.md,
 # "rdma-core's test suite"): a copy of the suite is unpacked (some files are
 # gzipped) and run unchanged against sim0. It must end with no failure and
-# no error, at least MIN_PASSED tests passing, the connection tests of
-# test_rdmacm among them (their passive and active sides are two forked
-# processes on the one device), and every skip's reason listed in
-# docs/drop-in.md.
+# no error, at least MIN_PASSED tests passing, the ten tests of test_rdmacm
+# among them (their passive and active sides are two forked processes on
+# the one device), and every skip's reason listed in docs/drop-in.md.
 set -uo pipefail
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/dropin/tests/dropin_env.sh"
 need /usr/bin/python3 python3
@@ -17,7 +16,7 @@ suite=/usr/share/doc/rdma-core/tests
   fail "rdma-core's test suite is missing at ${suite}; install it with: apt-get install python3-pyverbs (tools/install_deps.sh)"
 verbsim="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/verbsim"
 doc="${TEST_SRCDIR}/${TEST_WORKSPACE}/docs/drop-in.md"
-MIN_PASSED=93
+MIN_PASSED=96
 
 if [[ -n "${LD_PRELOAD:-}" ]]; then
   # Python and the suite's forked processes under a preloaded sanitizer
@@ -49,11 +48,14 @@ fi
 [[ ${passed} -ge ${MIN_PASSED} ]] ||
   fail "${passed} tests passed, fewer than ${MIN_PASSED}"
 
-# The connection tests of test_rdmacm: two forked processes on sim0.
+# The tests of test_rdmacm: two forked processes on sim0, connected or in
+# a multicast group.
 for t in test_rdmacm_sync_traffic test_rdmacm_async_traffic \
          test_rdmacm_async_reject_traffic test_rdmacm_async_traffic_external_qp \
          test_rdmacm_async_udp_traffic test_rdmacm_async_read \
-         test_rdmacm_async_write; do
+         test_rdmacm_async_write test_rdmacm_async_multicast_traffic \
+         test_rdmacm_async_ex_multicast_traffic \
+         test_rdmacm_async_ex_leave_multicast_traffic; do
   # The verdict ends the test's line or a later one (after what it printed).
   verdict="$(awk -v t="${t}" '
     index($0, t " ") == 1 { on = 1 }

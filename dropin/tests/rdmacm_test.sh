@@ -228,14 +228,34 @@ unset VERBSIM_PROFILE
 expect "${work}/xclient_rxe.client" 1 'rdma_xclient: end 0$'
 expect "${work}/xclient_rxe.server" 1 'rdma_xserver: end 0$'
 
-# mckey: a multicast group resolves, as in the kernel; joining is not
-# covered, and the program is told so.
-VERBSIM_NODES=1 run_bounded 30 /usr/bin/mckey -m 224.0.0.1 >"${work}/mckey.out" 2>&1
-rc=$?
-echo "== mckey: exit ${rc}"
-[[ ${rc} -ne 0 ]] || fail "mckey succeeded without multicast"
-expect "${work}/mckey.out" 1 '^mckey: failure joining: Operation not supported$'
-expect "${work}/mckey.out" 1 'rdma_join_multicast_ex is not supported by the verbsim drop-in library'
+# mckey: a receiver on sim0 and a sender on sim1 in two processes join a
+# multicast group through rdma_cm (the devices shared, local=all); the
+# sender's 5 datagrams to the group reach the receiver, which counts them.
+udp="${next_port}"
+next_port=$(( next_port + 40 ))
+VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=all" \
+  run_bounded 30 /usr/bin/mckey -m 239.1.2.3 -b 127.0.1.1 -C 5 \
+  >"${work}/mckey.server" 2>&1 &
+mckey_server=$!
+pids+=("${mckey_server}")
+for (( i = 0; i < 100; i++ )); do
+  grep -q '^receiving data transfers' "${work}/mckey.server" && break
+  sleep 0.1
+done
+VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=all" \
+  run_bounded 30 /usr/bin/mckey -m 239.1.2.3 -b 127.0.1.2 -s -C 5 \
+  >"${work}/mckey.client" 2>&1
+rc_c=$?
+wait "${mckey_server}"
+rc_s=$?
+echo "== mckey: receiver exit ${rc_s}, sender exit ${rc_c}"
+[[ ${rc_s} -eq 0 && ${rc_c} -eq 0 ]] || {
+  cat "${work}/mckey.server" "${work}/mckey.client"
+  fail "mckey: exit statuses ${rc_s} (receiver) and ${rc_c} (sender)"
+}
+expect "${work}/mckey.server" 1 '^mckey: joined dgid: ::ffff:239\.1\.2\.3 '
+expect "${work}/mckey.server" 1 '^data transfers complete$'
+expect "${work}/mckey.client" 1 '^data transfers complete$'
 
 # Errors, with the statuses the kernel's CM gives.
 alone refused 255 /usr/bin/rdma_client -s 127.0.1.1 -p 7999

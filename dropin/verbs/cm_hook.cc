@@ -7,9 +7,13 @@
 // - verbsim_dropin_fabric_addresses gives the fabric's node addresses (node
 //   i is base + i, sim/addresses.h), so that the CM knows which addresses
 //   name a node of another process.
+// - verbsim_dropin_mcast_ip_join joins a device to a multicast group at the
+//   IP level (or leaves it), as the kernel's CM joins the netdev for RoCE on
+//   rdma_join_multicast (sim::Fabric::JoinMcastIp).
 // They have their own version node, VERBSIM_DROPIN_1.0, and the drop-in
 // librdmacm finds them with dlsym, so it works on the real libibverbs
 // without.
+#include <cstring>
 #include <mutex>
 
 #include "dropin/verbs/state.h"
@@ -40,4 +44,14 @@ extern "C" int verbsim_dropin_fabric_addresses(uint32_t* base, int* nodes) {
   *base = sim->fabric().options().address_base;
   *nodes = sim->fabric().num_nodes();
   return 0;
+}
+
+extern "C" int verbsim_dropin_mcast_ip_join(ibv_context* context,
+                                            const uint8_t* gid, int join) {
+  if (context == nullptr || gid == nullptr) return EINVAL;
+  verbsim::Gid g;
+  std::memcpy(g.data(), gid, g.size());
+  return verbsim::sim::JoinSimMcastIp(CtxOf(context)->impl.get(), g, join != 0)
+             ? 0
+             : ENODEV;
 }
