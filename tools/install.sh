@@ -142,5 +142,6 @@ Libs: -L\${libdir} -Wl,--whole-archive -lverbsim_testing -Wl,--no-whole-archive
 EOF
 chmod 644 "${root}/lib/pkgconfig/"*.pc
 install -m 644 README.md docs/install.md docs/control.md docs/drop-in.md \
-  docs/faults.md docs/cli.md "${root}/share/doc/verbsim/"
+  docs/drop-in-coverage.md docs/drop-in-checks.md docs/drop-in-handles.md \
+  docs/udp-transport.md docs/faults.md docs/cli.md "${root}/share/doc/verbsim/"
 echo "installed verbsim ${version} in ${root}" >&2

@@ -416,7 +416,9 @@ int rdma_migrate_id(rdma_cm_id* cm_id, rdma_event_channel* channel) {
 
 void rdma_destroy_ep(rdma_cm_id* cm_id) {
   if (cm_id == nullptr) return;
+  // librdmacm's order: the QP, then an SRQ made on the id, then the id.
   if (cm_id->qp != nullptr) rdma_destroy_qp(cm_id);
+  if (cm_id->srq != nullptr) rdma_destroy_srq(cm_id);
   rdma_destroy_id(cm_id);
 }
 
