@@ -11,6 +11,7 @@
 // timeout (addr.c process_one_req); an address no node has is ADDR_ERROR
 // -EHOSTUNREACH at once. ROUTE_RESOLVED is reported at once.
 #include <arpa/inet.h>
+#include <rdma/rdma_verbs.h>
 
 #include <algorithm>
 #include <atomic>
