@@ -45,7 +45,10 @@ absl::Status Fabric::StartUdp() {
   process_slot_ = sockets->slot();
   const uint32_t first_qpn =
       (static_cast<uint32_t>(process_slot_) << kQpnSlotShift) | 17;
-  for (auto& n : nodes_) n->next_qpn = std::max(n->next_qpn, first_qpn);
+  for (auto& n : nodes_) {
+    n->next_qpn = std::max(n->next_qpn, first_qpn);
+    n->keys.set_process_slot(process_slot_);
+  }
   // The clock goes on from the virtual time reached so far, in real time.
   real_start_ns_ = absl::GetCurrentTimeNanos() - now_ns_;
   udp_ = std::move(sockets);

@@ -38,8 +38,8 @@ void KeyTable::Insert(const std::shared_ptr<MrState>& mr) {
   Slot& s = slots_[slot];
   s.mr = mr;
   mr->slot = slot;
-  mr->lkey = MakeKey(slot, s.generation, KeyKind::kLocal);
-  mr->rkey = MakeKey(slot, s.generation,
+  mr->lkey = MakeKey(slot ^ mr_space_, s.generation, KeyKind::kLocal);
+  mr->rkey = MakeKey(slot ^ mr_space_, s.generation,
                      one_key_ ? KeyKind::kLocal : KeyKind::kRemote);
   constexpr uint32_t kRemoteAccess =
       kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
@@ -60,11 +60,11 @@ void KeyTable::Remove(const MrState& mr) {
 }
 
 MrState* KeyTable::Lookup(uint32_t key, KeyKind kind) const {
-  uint32_t slot = key >> 12;
+  uint32_t slot = (key >> 12) ^ mr_space_;
   if (slot == 0 || slot >= slots_.size()) return nullptr;
   const Slot& s = slots_[slot];
   if (one_key_) kind = KeyKind::kLocal;
-  if (s.mr == nullptr || MakeKey(slot, s.generation, kind) != key) {
+  if (s.mr == nullptr || MakeKey(slot ^ mr_space_, s.generation, kind) != key) {
     return nullptr;
   }
   return s.mr.get();
@@ -82,7 +82,7 @@ void KeyTable::InsertMw(const std::shared_ptr<MwState>& mw) {
   MwSlot& s = mw_slots_[index];
   s.mw = mw;
   mw->index = index;
-  mw->rkey = 0x80000000u | (index << 8) | s.next_key;
+  mw->rkey = 0x80000000u | ((index ^ mw_space_) << 8) | s.next_key;
   s.next_key = static_cast<uint8_t>(s.next_key + 0x35);
   ++live_mws_;
 }
@@ -98,7 +98,7 @@ void KeyTable::RemoveMw(const MwState& mw) {
 
 MwState* KeyTable::LookupMw(uint32_t key) const {
   if (!IsMwKey(key)) return nullptr;
-  const uint32_t index = (key & 0x7fffffffu) >> 8;
+  const uint32_t index = ((key & 0x7fffffffu) >> 8) ^ mw_space_;
   if (index >= mw_slots_.size()) return nullptr;
   return mw_slots_[index].mw.get();
 }

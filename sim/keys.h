@@ -58,6 +58,16 @@ class KeyTable {
   // Whether accesses through a window are held to the window's bounds (the
   // profile's mw_bounds_checked) or only to its region's.
   void set_window_bounds_checked(bool on) { window_bounds_checked_ = on; }
+  // Keys of process slot `slot` (sim/udp_transport.h), so that the
+  // processes sharing a node make different keys, as one HCA does: the
+  // slot is XORed into the top bits of the key's index (bits 27 to 30 of an
+  // MR's keys, 26 to 29 of a window's rkey). A process with more than 32767
+  // regions or 262143 windows alive reaches the next slot's keys. Slot 0
+  // (every in-process fabric) leaves the keys as they are.
+  void set_process_slot(int slot) {
+    mr_space_ = static_cast<uint32_t>(slot) << 15;
+    mw_space_ = static_cast<uint32_t>(slot) << 18;
+  }
   // One key for both directions (SimProfile::one_key_for_both), and rkey 0
   // for an MR without remote access (rkey_needs_remote_access).
   void set_key_scheme(bool one_key_for_both, bool rkey_needs_remote_access) {
@@ -83,6 +93,8 @@ class KeyTable {
   std::deque<uint32_t> mw_free_;
   size_t live_mws_ = 0;
   bool window_bounds_checked_ = true;
+  uint32_t mr_space_ = 0;  // set_process_slot
+  uint32_t mw_space_ = 0;
   bool one_key_ = false;
   bool rkey_needs_remote_ = false;
 };

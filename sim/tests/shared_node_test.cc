@@ -2,6 +2,7 @@
 // (docs/udp-transport.md, "Processes sharing a node"): each process takes
 // its own process slot, makes QPNs carrying it, and a packet's destination
 // QPN names the process it goes to, on a node both processes own.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -46,6 +47,33 @@ TEST(SharedNode, SecondOwnerTakesTheNextSlotAndItsOwnQpns) {
   EXPECT_EQ(QpnSlot(b.info.qpn), 1);
   EXPECT_EQ(a.info.qpn & 0xffff, b.info.qpn & 0xffff);  // same first QPN
   EXPECT_EQ(a.info.gid, b.info.gid);                    // the same node
+  EXPECT_NE(a.info.rkey, b.info.rkey);  // each process its own keys
+}
+
+// A key is the process's own, as on one HCA: A's QP writing into B's
+// region with A's own rkey (a valid key in A, the first region in both)
+// gets the remote access error, and B's memory is untouched.
+TEST(SharedNode, AKeyOfOneProcessNamesNothingInAnother) {
+  const int base = FreeBasePort(4);
+  ASSERT_NE(base, 0);
+  Side a, b;
+  absl::Status made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, &a);
+  ASSERT_TRUE(made.ok()) << made;
+  made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, &b);
+  ASSERT_TRUE(made.ok()) << made;
+  ASSERT_TRUE(Connect(a, b.info).ok());
+  ASSERT_TRUE(Connect(b, a.info).ok());
+  Fill(a.buf.data(), 64, 9);
+  std::fill(b.buf.begin(), b.buf.end(), 0);
+  ASSERT_TRUE(a.ep->PostWrite(1, a.buf.data(), 64, a.mr.get(), kSendSignaled,
+                              b.info.addr, a.info.rkey)
+                  .ok());
+  auto sc = a.ep->GetSendComp(kComp);
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  EXPECT_EQ(sc->status, WcStatus::kRemAccessErr);
+  b.fabric().Now();
+  EXPECT_TRUE(std::all_of(b.buf.begin(), b.buf.end(),
+                          [](uint8_t v) { return v == 0; }));
 }
 
 // A forked child and its parent both on node 0: RC send, RDMA write and
