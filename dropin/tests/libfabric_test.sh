@@ -103,7 +103,13 @@ pingpong() {
     ${env} VERBSIM_UDP=udp=${udp},local=0 timeout -k 5 120 \
       /usr/bin/fi_pingpong ${args} -B ${tcp} >'${s}' 2>&1 &
     server=\$!
-    sleep 1
+    # The client's control connection needs the server's TCP port
+    # listening (on a loaded machine that takes more than a second).
+    for i in \$(seq 300); do
+      ss -Hltn \"sport = :${tcp}\" | grep -q . && break
+      kill -0 \${server} 2>/dev/null || break
+      sleep 0.1
+    done
     ${env} VERBSIM_UDP=udp=${udp},local=1 timeout -k 5 120 \
       /usr/bin/fi_pingpong ${args} -P ${tcp} 127.0.1.1 >'${c}' 2>&1
     rc_c=\$?
