@@ -59,6 +59,18 @@ run_bounded() {
   timeout --kill-after=5 "${secs}" "$@"
 }
 
+# wait_tcp_listening PORT PID: waits (at most 30 s) until a TCP socket
+# listens on PORT (the server's control connection) or PID has exited, so a
+# client never starts before its server on a loaded machine.
+wait_tcp_listening() {
+  local i
+  for (( i = 0; i < 300; i++ )); do
+    ss -Hltn "sport = :$1" | grep -q . && return 0
+    kill -0 "$2" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
+
 # probe_ids OUTPUT: the check ids a probe's output made ("ok: ID") or
 # skipped ("skip: ID: why").
 probe_ids() {

@@ -50,7 +50,7 @@ pair() {
     run_bounded 60 "${prog}" -d sim0 "$@" -p "${tcp}" >"${out_s}" 2>&1 &
   local server=$!
   pids+=("${server}")
-  sleep 0.5
+  wait_tcp_listening "${tcp}" "${server}"
   VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=1" \
     run_bounded 60 "${prog}" -d sim1 "$@" -p "${tcp}" "${server_address}" >"${out_c}" 2>&1
   local rc_c=$?

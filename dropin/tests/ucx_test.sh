@@ -65,7 +65,7 @@ perf() {
     >"${out_s}" 2>&1 &
   local server=$!
   pids+=("${server}")
-  sleep 1
+  wait_tcp_listening "${tcp}" "${server}"
   UCX_TLS="${tls}" UCX_NET_DEVICES=sim1:1 VERBSIM_UDP="udp=${udp},local=1" \
     UCX_LOG_LEVEL=info run_bounded 120 "${verbsim}" exec -- /usr/bin/ucx_perftest \
     "${server_address}" -p "${tcp}" -t "${test}" "$@" >"${out_c}" 2>&1
