@@ -27,17 +27,23 @@ std::string SharedSpec(int base) {
   return absl::StrCat("sim:nodes=2,udp=", base, ",local=all");
 }
 
+// Two fabrics of this process that both own every node, each with an RC
+// endpoint on node 0 (slots 0 and 1).
+void TwoOwnersOfNode0(Side* a, Side* b) {
+  const int base = FreeBasePort(4);
+  ASSERT_NE(base, 0);
+  absl::Status made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, a);
+  ASSERT_TRUE(made.ok()) << made;
+  made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, b);
+  ASSERT_TRUE(made.ok()) << made;
+}
+
 // Two fabrics of one process that both own every node: the second takes
 // slot 1, lists the same devices, and its QPNs differ from the first's in
 // the slot bits.
 TEST(SharedNode, SecondOwnerTakesTheNextSlotAndItsOwnQpns) {
-  const int base = FreeBasePort(4);
-  ASSERT_NE(base, 0);
   Side a, b;
-  absl::Status made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, &a);
-  ASSERT_TRUE(made.ok()) << made;
-  made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, &b);
-  ASSERT_TRUE(made.ok()) << made;
+  ASSERT_NO_FATAL_FAILURE(TwoOwnersOfNode0(&a, &b));
   EXPECT_EQ(a.fabric().process_slot(), 0);
   EXPECT_EQ(b.fabric().process_slot(), 1);
   auto devices = b.provider->ListDevices();
@@ -54,13 +60,8 @@ TEST(SharedNode, SecondOwnerTakesTheNextSlotAndItsOwnQpns) {
 // region with A's own rkey (a valid key in A, the first region in both)
 // gets the remote access error, and B's memory is untouched.
 TEST(SharedNode, AKeyOfOneProcessNamesNothingInAnother) {
-  const int base = FreeBasePort(4);
-  ASSERT_NE(base, 0);
   Side a, b;
-  absl::Status made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, &a);
-  ASSERT_TRUE(made.ok()) << made;
-  made = MakeSideWith(SharedSpec(base), 0, QpType::kRc, &b);
-  ASSERT_TRUE(made.ok()) << made;
+  ASSERT_NO_FATAL_FAILURE(TwoOwnersOfNode0(&a, &b));
   ASSERT_TRUE(Connect(a, b.info).ok());
   ASSERT_TRUE(Connect(b, a.info).ok());
   Fill(a.buf.data(), 64, 9);
