@@ -31,8 +31,9 @@ cp -r "${suite}/." "${work}/tests/"
 find "${work}/tests" -name '*.gz' -exec gunzip -f {} +
 
 cd "${work}"
+# rdma-core's runner, from the copy:
 VERBSIM_NODES=2 run_bounded 600 "${verbsim}" exec --shared --profile=rxe -- \
-  /usr/bin/python3 tests/run_tests.py --dev sim0 --port 1 --gid 0 -v \
+  /usr/bin/python3 tests/run_tests.py --dev sim0 --port 1 --gid 0 -v `# rdma-core` \
   >"${work}/suite.log" 2>&1
 rc=$?
 tail -n 4 "${work}/suite.log"
