@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
+#include "sim/peer_liveness.h"  // ~Fabric releases the liveness table
 #include "sim/transport.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"
