@@ -265,12 +265,15 @@ LivenessTable::Peer LivenessTable::Check(int port, int64_t since_ns) const {
   if (s == nullptr) return Peer::kGone;
   const int32_t pid = s->pid.load(std::memory_order_acquire);
   if (pid == 0) return Peer::kGone;
-  if (pid == getpid()) {
-    // Another fabric of this process, or a dead process whose pid is ours
-    // now: only a claim of ours counts (F_GETLK does not see our locks).
+  bool ours;
+  {
     std::lock_guard<std::mutex> lock(mapping_->mu);
-    if (mapping_->owned.count(port) == 0) return Peer::kGone;
-  } else {
+    ours = mapping_->owned.count(port) != 0;
+  }
+  // Another fabric of this process owns it, or whoever holds its lock: the
+  // pid is not compared (F_GETLK does not see our own locks, and a pid may
+  // be recycled, or be another PID namespace's).
+  if (!ours) {
     struct flock l {};
     l.l_type = F_WRLCK;
     l.l_whence = SEEK_SET;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -30,10 +31,13 @@ using Peer = LivenessTable::Peer;
 
 constexpr int kBase = 40000;  // the ports claimed: kBase, kBase + 1, ...
 
-// A table name of this test run alone.
+// A table name of this test run alone (/dev/shm is shared with runs in
+// other PID namespaces, where the pid may be the same).
 std::string TestName() {
+  static const uint64_t run = std::random_device()() * 0x100000000ull ^
+                              std::random_device()();
   static int n = 0;
-  return absl::StrCat("/verbsim-liveness-test-", getpid(), "-", n++);
+  return absl::StrCat("/verbsim-liveness-test-", absl::Hex(run), "-", n++);
 }
 
 bool Exists(const std::string& name) {

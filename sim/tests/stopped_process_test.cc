@@ -20,6 +20,7 @@
 #include <cstring>
 #include <algorithm>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -326,7 +327,10 @@ TEST(StoppedProcess, ResponderKilledWhileStopped) {
 // process and the children it forks; undoes both when destroyed.
 class BadTable {
  public:
-  BadTable() : name_(absl::StrCat("/verbsim-liveness-bad-", getpid())) {
+  BadTable()
+      : name_(absl::StrCat("/verbsim-liveness-bad-",
+                           absl::Hex(uint64_t{std::random_device()()} << 32 ^
+                                     std::random_device()()))) {
     const int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     EXPECT_GE(fd, 0) << name_ << ": " << std::strerror(errno);
     const char junk[64] = "not a liveness table";
