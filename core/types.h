@@ -418,13 +418,17 @@ struct QpCounters {
   uint64_t packets_received = 0;
   uint64_t packets_dropped = 0;
   uint64_t retransmissions = 0;  // WQEs sent again after a go-back
-  uint64_t timeouts = 0;         // local ACK timer expiries
+  uint64_t timeouts = 0;         // local ACK timer expiries counted
   uint64_t rnr_naks = 0;         // RNR NAKs received
   uint64_t naks_received = 0;    // other NAKs received
   uint64_t naks_sent = 0;        // NAKs of every kind sent
   uint64_t no_recv_drops = 0;    // UD/UC messages dropped: no receive posted
   uint64_t qkey_drops = 0;       // UD datagrams dropped: Q_Key mismatch
   uint64_t msg_drops = 0;        // UC messages dropped (gap, rkey, access)
+  // Sim across processes: ACK timer expiries not counted because the peer's
+  // process had not run since the QP's latest packet left
+  // (docs/udp-transport.md, "Time and progress").
+  uint64_t timeouts_held = 0;
 };
 
 // struct ibv_qp_init_attr.

@@ -250,6 +250,10 @@ void OnAtomicAck(QpCore& qp, const Packet& p) {
 
 namespace {
 
+// How soon an expired ACK timer looks again when its process has not yet
+// drained its sockets since the deadline (the progress thread is woken to).
+constexpr int64_t kDrainFirstNs = 50'000;
+
 // The one timer event of a QP: it fires at the deadline it was scheduled for
 // and, if the deadline moved later meanwhile, schedules itself again, so
 // restarting the timer on every ACK costs no event.
@@ -274,6 +278,20 @@ void ScheduleTimerEvent(QpCore& qp, int64_t at_ns) {
     if (q.state != verbsim::QpState::kRts && q.state != verbsim::QpState::kSqd) {
       q.timer_armed = false;
       return;
+    }
+    // Across processes the timer runs on the wall clock: an expiry counts
+    // only when the silence is the peer's (Fabric::JudgeAckTimeout).
+    switch (node->fabric->JudgeAckTimeout(q)) {
+      case Fabric::AckTimerVerdict::kCount:
+        break;
+      case Fabric::AckTimerVerdict::kDrainFirst:
+        // The deadline stays; look again once this process has drained.
+        ScheduleTimerEvent(q, now + kDrainFirstNs);
+        return;
+      case Fabric::AckTimerVerdict::kPeerNotRun:
+        ++q.timeouts_held;
+        ArmRetryTimer(q, /*restart=*/true);
+        return;
     }
     OnRetryTimeout(q);
   });

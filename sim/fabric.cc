@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "sim/mcast_presence.h"
+#include "sim/peer_liveness.h"  // ~Fabric releases the liveness table
 #include "sim/transport.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"

@@ -35,6 +35,7 @@
 namespace verbsim::sim {
 
 class Fabric;
+class LivenessTable;
 class McastPresence;
 class UdpSockets;
 
@@ -336,6 +337,23 @@ class Fabric {
   // itself instead of waiting for that thread to be scheduled. Never call it
   // holding the fabric's lock.
   bool PumpUdp(bool wait);
+  // The UDP port `qp`'s packets go to: the port of the process that owns
+  // its peer (node i listens on base_port + i, as UdpSockets::Send sends).
+  // The single place that maps a QP's peer to a port for the liveness
+  // table; whatever changes that mapping changes this with it.
+  int PeerPort(const QpCore& qp) const;
+  // What an RC ACK timer of `qp` that has expired means across processes
+  // (docs/udp-transport.md, "Time and progress"; peer_liveness.h). Always
+  // kCount in-process, and when the peer is local, dead, or has run since
+  // the QP's latest packet left.
+  enum class AckTimerVerdict {
+    kCount,       // an expiry: retry (or fail) as the spec says
+    kDrainFirst,  // this process has not looked at its sockets since the
+                  // deadline: look again once it has (an ACK may be there)
+    kPeerNotRun,  // the peer's process lives but has not received what was
+                  // sent since: not the peer's silence, another period
+  };
+  AckTimerVerdict JudgeAckTimeout(const QpCore& qp);
   // Wakes threads waiting in DriveUntil (call after anything they may await).
   void Wake() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
@@ -406,6 +424,12 @@ class Fabric {
   // UDP mode: the clock follows real time.
   void SyncClock();
   void ProgressLoop();
+  // The liveness table (udp_liveness.cc): opened and this process's ports
+  // claimed at StartUdp, or left out with one line on stderr.
+  void StartLiveness();
+  // A drain of the node sockets that began at `began_ns` (MonotonicNs) took
+  // every datagram there (`emptied`) and delivered them.
+  void NoteDrained(int64_t began_ns, bool emptied);
   // A datagram from the port of node `sender`.
   void ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes);
   // Applies the packet rules to a packet entering a link: whether it goes
@@ -477,6 +501,11 @@ class Fabric {
   uint16_t ip_id_ = 0;
   uint64_t udp_malformed_ = 0;
   uint64_t udp_foreign_ = 0;
+  // When this process last began a drain that emptied its sockets
+  // (MonotonicNs), and the table that tells its peers (null without one).
+  // Declared after udp_: the slots are released before the ports close.
+  std::atomic<int64_t> udp_drained_ns_{0};
+  std::unique_ptr<LivenessTable> liveness_;
 };
 
 }  // namespace verbsim::sim

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "sim/fabric.h"
 #include "sim/mcast_presence.h"
+#include "sim/peer_liveness.h"
 #include "sim/transport.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"
@@ -54,6 +55,7 @@ absl::Status Fabric::StartUdp() {
   udp_ = std::move(sockets);
   mcast_presence_ =
       std::make_unique<McastPresence>(absl::StrCat("udp", u.base_port));
+  StartLiveness();
   multi_threaded_ = true;
   progress_ = std::thread([this] { ProgressLoop(); });
   has_progress_thread_.store(true, std::memory_order_release);
@@ -62,6 +64,10 @@ absl::Status Fabric::StartUdp() {
 
 void Fabric::ProgressLoop() {
   while (true) {
+    // Datagrams first, then the events due: an ACK that came while this
+    // process was not running is seen before a timer that expired meanwhile
+    // runs (docs/udp-transport.md, "Time and progress").
+    PumpUdp(/*wait=*/true);
     int64_t sleep_ns;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -78,7 +84,6 @@ void Fabric::ProgressLoop() {
       cv_.notify_all();
     }
     udp_->WaitReadable(std::max<int64_t>(sleep_ns, 0));
-    PumpUdp(/*wait=*/true);
   }
 }
 
@@ -94,13 +99,24 @@ bool Fabric::PumpUdp(bool wait) {
   }
   static thread_local std::vector<UdpSockets::Datagram> datagrams;
   datagrams.clear();
+  const int64_t began_ns = MonotonicNs();
   udp_->Drain(&datagrams);
-  if (datagrams.empty()) return false;
+  // Fewer than a batch in all: no socket stopped at its batch, each was
+  // read until it was empty.
+  const bool emptied =
+      datagrams.size() < static_cast<size_t>(UdpSockets::kDrainBatch);
+  if (datagrams.empty()) {
+    NoteDrained(began_ns, emptied);
+    return false;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   SyncClock();
   for (const UdpSockets::Datagram& d : datagrams) {
     ReceiveDatagram(d.src_node, d.bytes);
   }
+  // Under the lock: a timer that runs next sees the deliveries and the
+  // drain together.
+  NoteDrained(began_ns, emptied);
   datagrams.clear();
   cv_.notify_all();
   return true;

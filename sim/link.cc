@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "core/errors.h"
 #include "sim/fabric.h"
+#include "sim/peer_liveness.h"
 #include "sim/transport.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"
@@ -26,7 +27,11 @@ void TransmitFrom(QpCore& qp, Packet packet) {
   packet.src_qpn = qp.qpn;
   packet.dst_node = qp.dest_node;
   packet.dst_qpn = qp.attr.dest_qp_num;
-  qp.node->fabric->Transmit(std::move(packet));
+  Fabric* fabric = qp.node->fabric;
+  fabric->Transmit(std::move(packet));
+  // Across processes: when the QP's latest packet left (taken after the
+  // send), what its ACK timer asks the peer's liveness slot about.
+  if (fabric->real_time()) qp.udp_sent_ns = MonotonicNs();
 }
 
 void Fabric::TracePacket(TraceKind kind, const Packet& p,

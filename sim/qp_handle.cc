@@ -257,6 +257,7 @@ class SimQp : public Qp {
     s.packets_dropped = st_->packets_dropped;
     s.retransmissions = st_->retransmissions;
     s.timeouts = st_->timeouts;
+    s.timeouts_held = st_->timeouts_held;
     s.rnr_naks = st_->rnr_naks;
     s.naks_received = st_->naks_received;
     s.naks_sent = st_->naks_sent;

@@ -241,6 +241,9 @@ struct QpCore {
   uint32_t max_acked_psn = 0;  // the newest PSN a response acknowledged
   bool implicit_nak_pending = false;  // a retry for an implied NAK is out
   uint32_t implicit_nak_psn = 0;
+  // Across processes (the UDP transport): when this QP's latest packet
+  // left, on the monotonic clock (Fabric::JudgeAckTimeout).
+  int64_t udp_sent_ns = 0;
 
   // Responder.
   std::deque<RecvWqe> rq;
@@ -272,6 +275,7 @@ struct QpCore {
   uint64_t packets_dropped = 0;
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
+  uint64_t timeouts_held = 0;  // expiries not counted: the peer had not run
   uint64_t rnr_naks = 0;       // RNR NAKs received (requester)
   uint64_t naks_received = 0;  // other NAKs received (requester)
   uint64_t naks_sent = 0;      // NAKs of every kind sent (responder)

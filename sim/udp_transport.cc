@@ -155,9 +155,8 @@ void UdpSockets::WaitReadable(int64_t timeout_ns) {
 void UdpSockets::Drain(std::vector<Datagram>* out) {
   static thread_local std::vector<uint8_t> buf(65536);
   for (int fd : fds_) {
-    // Each recv is one datagram; at most 256 a socket, so that one busy
-    // peer does not keep the others waiting.
-    for (int k = 0; k < 256; ++k) {
+    // Each recv is one datagram; at most a batch a socket.
+    for (int k = 0; k < kDrainBatch; ++k) {
       sockaddr_in from{};
       socklen_t from_len = sizeof(from);
       const ssize_t n =

@@ -75,7 +75,9 @@ class UdpSockets {
   // from 127.0.0.1 by the port of one of the fabric's nodes in any process
   // slot; the others are dropped and counted (foreign()). Datagrams longer
   // than 64 KiB cannot exist on UDP. Two threads may drain at once; each
-  // datagram goes to one of them.
+  // datagram goes to one of them. At most kDrainBatch datagrams a socket
+  // per call, so that one busy peer does not keep the others waiting.
+  static constexpr int kDrainBatch = 256;
   void Drain(std::vector<Datagram>* out);
   // Datagrams dropped because no node of the fabric sent them.
   uint64_t foreign() const { return foreign_.load(std::memory_order_relaxed); }
