@@ -96,5 +96,12 @@ expect 2 "--seed and --seeds together" "${verbsim}" exec --seed=3 --seeds=4 true
 expect 2 "--timeout wants" "${verbsim}" exec --seeds=2 --timeout=0 true
 expect 127 "cannot run no-such-program" "${verbsim}" exec --seeds=2 no-such-program
 
+# --shared: the command sees VERBSIM_UDP with a free base port and
+# local=all; not with a seed sweep, nor with a node count that is not one.
+out="$(timeout 60 "${verbsim}" exec --shared -- printenv VERBSIM_UDP 2>&1)"
+grep -qE "^udp=[0-9]+,local=all$" <<<"${out}" || bad "--shared: ${out}"
+expect 2 "--shared runs in real time" "${verbsim}" exec --shared --seeds=3 true
+expect 2 "VERBSIM_NODES='x' is not a count" env VERBSIM_NODES=x "${verbsim}" exec --shared true
+
 [[ ${fail} == 0 ]] || exit 1
 echo "PASS"

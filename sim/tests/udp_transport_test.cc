@@ -196,6 +196,10 @@ TEST(UdpTransport, BadOptionsAreRefused) {
   EXPECT_EQ(ErrnoOf(OpenProvider("sim:udp=70000").status()), EINVAL);
   EXPECT_EQ(ErrnoOf(OpenProvider("sim:nodes=2,udp=30000,local=5").status()),
             EINVAL);
+  EXPECT_EQ(
+      ErrnoOf(OpenProvider("sim:nodes=2,udp=30000,local=all,local=0").status()),
+      EINVAL);
+  EXPECT_EQ(ErrnoOf(OpenProvider("sim:nodes=2,local=all").status()), EINVAL);
   // A node's port already bound: the next process slot (several processes
   // own one node); all slots bound: EADDRINUSE naming a port.
   const int base = FreeBasePort(2 * kMaxProcessSlots);
