@@ -30,6 +30,14 @@ class Listener {
       absl::Duration timeout) = 0;
 };
 
+// A connection the CM made between two QPs that existed before it
+// (ConnectQps below). Destroying it ends the connection
+// (rdma_destroy_id(3)); it may outlive the QPs.
+class QpLink {
+ public:
+  virtual ~QpLink() = default;
+};
+
 class Provider {
  public:
   virtual ~Provider() = default;
@@ -47,6 +55,15 @@ class Provider {
   // completes once the peer accepted. ECONNREFUSED with no listener.
   virtual absl::StatusOr<std::unique_ptr<Endpoint>> Connect(
       absl::string_view address, const EndpointAttr& attr) = 0;
+  // Connects RC QPs `a` and `b`, made by hand on devices of this provider
+  // and still in RESET, through the connection manager: `a` connects, `b`
+  // accepts, each named by its number (rdma_conn_param.qp_num: librdmacm's
+  // "external QP" use). Both reach RTS with attr.qp_access and the path
+  // `attr` asks for. On iWARP this is the only way to RTS (a QP connected by
+  // hand has no TCP socket); it works on every provider. The connection
+  // lasts as long as the returned link.
+  virtual absl::StatusOr<std::unique_ptr<QpLink>> ConnectQps(
+      Qp* a, Qp* b, const EndpointAttr& attr) = 0;
   // A fresh address on which Listen() then Connect() in this process make a
   // loopback connection (between two distinct devices where there are two).
   virtual absl::StatusOr<std::string> LoopbackAddress() = 0;

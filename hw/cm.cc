@@ -208,11 +208,11 @@ uint8_t Clamp(int value, int max) {
 // Moves the endpoint's QP to `state` with the attributes rdma_cm computed
 // (rdma_init_qp_attr(3)), overriding what EndpointAttr chooses. -1 for
 // `resp_res` / `init_depth` keeps rdma_cm's values.
-absl::Status MoveQp(rdma_cm_id* id, Endpoint& ep, ibv_qp_state state,
-                    int resp_res = -1, int init_depth = -1,
-                    const PsnOverride& psn = PsnOverride()) {
-  const EndpointAttr& attr = ep.attr();
-  const DeviceAttr& dev = ep.context()->device_attr();
+absl::Status MoveQpTo(rdma_cm_id* id, Qp* qp, const EndpointAttr& attr,
+                      ibv_qp_state state, int resp_res = -1,
+                      int init_depth = -1,
+                      const PsnOverride& psn = PsnOverride()) {
+  const DeviceAttr& dev = qp->pd()->context()->device_attr();
   ibv_qp_attr a = {};
   int mask = 0;
   a.qp_state = state;
@@ -246,7 +246,13 @@ absl::Status MoveQp(rdma_cm_id* id, Endpoint& ep, ibv_qp_state state,
   if ((mask & IBV_QP_RQ_PSN) && psn.rq_psn >= 0) {
     a.rq_psn = static_cast<uint32_t>(psn.rq_psn);
   }
-  return ModifyRawQp(ep.qp(), &a, mask, "rdma_cm");
+  return ModifyRawQp(qp, &a, mask, "rdma_cm");
+}
+
+absl::Status MoveQp(rdma_cm_id* id, Endpoint& ep, ibv_qp_state state,
+                    int resp_res = -1, int init_depth = -1,
+                    const PsnOverride& psn = PsnOverride()) {
+  return MoveQpTo(id, ep.qp(), ep.attr(), state, resp_res, init_depth, psn);
 }
 
 // UD: INIT from rdma_cm, then RTR and RTS by hand.
@@ -441,6 +447,46 @@ class CmListener final : public Listener {
   std::string address_;
 };
 
+// The ids of a connection CmConnectQps made. The active side disconnects
+// first; each CmId then destroys its id before its channel.
+class CmQpLink final : public QpLink {
+ public:
+  ~CmQpLink() override {
+    if (established && active != nullptr && active->id != nullptr) {
+      rdma_disconnect(active->id);
+    }
+  }
+  std::unique_ptr<CmId> listener;
+  std::unique_ptr<CmId> passive;
+  std::unique_ptr<CmId> active;
+  bool established = false;
+};
+
+// The name of the RDMA device of a hw QP; EINVAL for a QP of another
+// provider.
+absl::StatusOr<std::string> QpDevice(const Qp* qp) {
+  ibv_context* context = RawContext(qp->pd()->context());
+  if (context == nullptr) {
+    return Errno(EINVAL, "qp %u is not a QP of the hw provider",
+                 qp->qp_num());
+  }
+  return std::string(ibv_get_device_name(context->device));
+}
+
+// The id must sit on the device the QP was made on: rdma_cm hands the
+// connection to the QP of that number on the id's device (iw_cm.c
+// iw_cm_connect: iw_get_qp).
+absl::Status CheckIdDevice(const rdma_cm_id* id, const std::string& device,
+                           const Qp* qp) {
+  const std::string actual =
+      id->verbs != nullptr ? ibv_get_device_name(id->verbs->device) : "";
+  if (actual != device) {
+    return Errno(EINVAL, "qp %u is on %s but its rdma_cm id bound to '%s'",
+                 qp->qp_num(), device, actual);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Listener>> CmListen(absl::string_view address,
@@ -524,6 +570,162 @@ absl::StatusOr<std::unique_ptr<Endpoint>> CmConnect(absl::string_view address,
   e.set_connection(std::make_unique<CmConnection>(
       cm, &e, /*active=*/true, /*established=*/false, std::string(address)));
   return ep;
+}
+
+absl::StatusOr<std::unique_ptr<QpLink>> CmConnectQps(
+    Qp* a, Qp* b, const EndpointAttr& attr) {
+  if (a == nullptr || b == nullptr || a == b) {
+    return Errno(EINVAL, "ConnectQps needs two distinct QPs");
+  }
+  absl::StatusOr<std::string> device_a = QpDevice(a);
+  if (!device_a.ok()) return device_a.status();
+  absl::StatusOr<std::string> device_b = QpDevice(b);
+  if (!device_b.ok()) return device_b.status();
+  if (a->type() != QpType::kRc || b->type() != QpType::kRc) {
+    return Errno(EINVAL, "ConnectQps: qp %u is %s and qp %u is %s; rdma_cm "
+                 "connects RC QPs (RDMA_PS_TCP)", a->qp_num(),
+                 QpTypeName(a->type()), b->qp_num(), QpTypeName(b->type()));
+  }
+  absl::StatusOr<SockAddr> src = DeviceAddress(*device_a);
+  if (!src.ok()) return src.status();
+  absl::StatusOr<SockAddr> dst = DeviceAddress(*device_b);
+  if (!dst.ok()) return dst.status();
+  const std::string context =
+      absl::StrFormat("ConnectQps(qp %u on %s, qp %u on %s)", a->qp_num(),
+                      *device_a, b->qp_num(), *device_b);
+  const absl::Duration wait = absl::Milliseconds(kResolveTimeoutMs + 1000);
+  auto link = std::make_unique<CmQpLink>();
+
+  // The passive side listens on b's device, at a port the kernel picks.
+  link->listener = std::make_unique<CmId>();
+  if (absl::Status s = OpenCmId(QpType::kRc, link->listener.get()); !s.ok()) {
+    return s;
+  }
+  if (rdma_bind_addr(link->listener->id, dst->get()) != 0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_bind_addr"));
+  }
+  if (rdma_listen(link->listener->id, 1) != 0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_listen"));
+  }
+  dst->set_port(ntohs(rdma_get_src_port(link->listener->id)));
+
+  // The active side resolves from a's device and connects with a.
+  link->active = std::make_unique<CmId>();
+  rdma_cm_id* active = nullptr;
+  if (absl::Status s = OpenCmId(QpType::kRc, link->active.get()); !s.ok()) {
+    return s;
+  }
+  active = link->active->id;
+  if (rdma_resolve_addr(active, src->get(), dst->get(), kResolveTimeoutMs) !=
+      0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_resolve_addr"));
+  }
+  if (absl::Status s = Expect(link->active->channel,
+                              RDMA_CM_EVENT_ADDR_RESOLVED, wait, context);
+      !s.ok()) {
+    return s;
+  }
+  if (rdma_resolve_route(active, kResolveTimeoutMs) != 0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_resolve_route"));
+  }
+  if (absl::Status s = Expect(link->active->channel,
+                              RDMA_CM_EVENT_ROUTE_RESOLVED, wait, context);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckIdDevice(active, *device_a, a); !s.ok()) return s;
+  if (absl::Status s = MoveQpTo(active, a, attr, IBV_QPS_INIT); !s.ok()) {
+    return s;
+  }
+  const DeviceAttr& dev_a = a->pd()->context()->device_attr();
+  rdma_conn_param param = {};
+  param.qp_num = a->qp_num();
+  param.responder_resources =
+      Clamp(attr.max_dest_rd_atomic, dev_a.max_qp_rd_atom);
+  param.initiator_depth = Clamp(attr.max_rd_atomic, dev_a.max_qp_init_rd_atom);
+  param.retry_count = Clamp(attr.retry_cnt, 7);
+  param.rnr_retry_count = Clamp(attr.rnr_retry, 7);
+  param.flow_control = 1;
+  if (rdma_connect(active, &param) != 0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_connect"));
+  }
+
+  // The request reaches the listener; b takes it.
+  absl::StatusOr<CmEvent> request =
+      NextEvent(link->listener->channel, absl::Now() + wait,
+                absl::StrCat("the connection request (", context, ")"));
+  if (!request.ok()) return request.status();
+  if (request->type != RDMA_CM_EVENT_CONNECT_REQUEST) {
+    return EventError(*request, context);
+  }
+  link->passive = std::make_unique<CmId>();
+  link->passive->id = request->id;
+  rdma_cm_id* passive = request->id;
+  if (absl::Status s = CreateChannel(link->passive.get()); !s.ok()) return s;
+  if (rdma_migrate_id(passive, link->passive->channel) != 0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_migrate_id"));
+  }
+  if (absl::Status s = CheckIdDevice(passive, *device_b, b); !s.ok()) {
+    rdma_reject(passive, nullptr, 0);
+    return s;
+  }
+  const DeviceAttr& dev_b = b->pd()->context()->device_attr();
+  const int resp_res = Clamp(
+      std::min<int>(attr.max_dest_rd_atomic, request->conn.responder_resources),
+      dev_b.max_qp_rd_atom);
+  const int init_depth = Clamp(
+      std::min<int>(attr.max_rd_atomic, request->conn.initiator_depth),
+      dev_b.max_qp_init_rd_atom);
+  absl::Status moved = MoveQpTo(passive, b, attr, IBV_QPS_INIT);
+  // IB and RoCE: the passive side is ready before it accepts; on iWARP the
+  // kernel's iw_cm moves the QP to RTS itself (siw_accept).
+  if (moved.ok() && !IsIwarp(passive)) {
+    moved = MoveQpTo(passive, b, attr, IBV_QPS_RTR, resp_res, init_depth);
+    if (moved.ok()) {
+      moved = MoveQpTo(passive, b, attr, IBV_QPS_RTS, resp_res, init_depth);
+    }
+  }
+  if (!moved.ok()) {
+    rdma_reject(passive, nullptr, 0);
+    return moved;
+  }
+  rdma_conn_param reply = {};
+  reply.qp_num = b->qp_num();
+  reply.responder_resources = static_cast<uint8_t>(resp_res);
+  reply.initiator_depth = static_cast<uint8_t>(init_depth);
+  reply.rnr_retry_count = Clamp(attr.rnr_retry, 7);
+  reply.flow_control = 1;
+  if (rdma_accept(passive, &reply) != 0) {
+    return SysError(errno, absl::StrCat(context, ": rdma_accept"));
+  }
+
+  // The active side completes (IB/RoCE: RTR, RTS and the RTU are ours with
+  // an external QP), then the passive side sees the connection established.
+  absl::StatusOr<CmEvent> response =
+      NextEvent(link->active->channel, absl::Now() + wait,
+                absl::StrCat("the connection response (", context, ")"));
+  if (!response.ok()) return response.status();
+  if (response->type == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+    absl::Status s = MoveQpTo(active, a, attr, IBV_QPS_RTR);
+    if (s.ok()) s = MoveQpTo(active, a, attr, IBV_QPS_RTS);
+    if (s.ok() && rdma_establish(active) != 0) {
+      s = SysError(errno, absl::StrCat(context, ": rdma_establish"));
+    }
+    if (!s.ok()) {
+      rdma_reject(active, nullptr, 0);
+      return s;
+    }
+  } else if (response->type != RDMA_CM_EVENT_ESTABLISHED ||
+             response->status != 0) {
+    return EventError(*response, context);
+  }
+  link->established = true;
+  if (absl::Status s = Expect(link->passive->channel,
+                              RDMA_CM_EVENT_ESTABLISHED, wait, context);
+      !s.ok()) {
+    return s;
+  }
+  return std::unique_ptr<QpLink>(std::move(link));
 }
 
 }  // namespace hw

@@ -63,6 +63,13 @@ absl::StatusOr<std::unique_ptr<Endpoint>> CmConnect(absl::string_view address,
                                                     const EndpointAttr& attr,
                                                     const SockAddr* source);
 
+// Provider::ConnectQps on hw: two existing RC QPs (each in RESET, on its
+// own device or both on one) connected through rdma_cm as librdmacm's
+// external QPs, in this thread: listen on b's device address at a port the
+// kernel picks, connect from a's device address, accept.
+absl::StatusOr<std::unique_ptr<QpLink>> CmConnectQps(Qp* a, Qp* b,
+                                                     const EndpointAttr& attr);
+
 }  // namespace hw
 }  // namespace verbsim
 

@@ -227,6 +227,14 @@ absl::Status HwQp::PostRecv(absl::Span<const RecvWr> wrs, size_t* bad_index) {
   if (absl::Status s = Check(); !s.ok()) return s;
   if (wrs.empty()) return absl::OkStatus();
   ibv_qp* qp = res_->qp;
+  if (qp->srq != nullptr) {
+    // ibv_create_qp(3): a QP on an SRQ has no receive queue of its own.
+    // Refused here because libsiw would not survive it: siw.c
+    // siw_post_recv indexes its ring modulo the receive queue's size, 0.
+    return Errno(EINVAL,
+                 "ibv_post_recv, qp %u: the QP takes its receives from an "
+                 "SRQ", qp_num_);
+  }
   return PostRecvList(
       wrs, bad_index,
       absl::StrFormat("ibv_post_recv, qp %u in %s", qp_num_,

@@ -70,6 +70,11 @@ class HwProvider final : public Provider {
     return CmConnect(address, a, &*source);
   }
 
+  absl::StatusOr<std::unique_ptr<QpLink>> ConnectQps(
+      Qp* a, Qp* b, const EndpointAttr& attr) override {
+    return CmConnectQps(a, b, attr);
+  }
+
   absl::StatusOr<std::string> LoopbackAddress() override {
     const std::optional<std::string> env = env::Get(env::kHwAddress);
     absl::StatusOr<SockAddr> addr;

@@ -306,7 +306,11 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // iWARP device): no value is range-checked.
     p.modify_unchecked_attrs = ~static_cast<uint32_t>(kQpState);
     p.flushes_send_posted_in_err = false;
+    // A receive posted in ERROR is written to the ring and never completed
+    // (siw_verbs.c siw_post_receive flushes only a kernel QP's WRs).
+    p.flushes_recv_posted_in_err = false;
     p.iwarp.rts_needs_cm = true;
+    p.iwarp.takes_state_only = true;
     p.iwarp.query_reports_qp_attrs = false;
     p.iwarp.completes_on_transmit = true;
     p.iwarp.remote_errors_terminate = true;

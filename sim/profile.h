@@ -75,6 +75,11 @@ struct IwarpRules {
   // the TCP socket (siw_qp.c siw_qp_modify: "no socket", EINVAL); the sim's
   // Endpoint connect marks its QPs so.
   bool rts_needs_cm = false;
+  // ibv_modify_qp reaches a driver that takes only the state and the access
+  // flags (siw_verbs.c siw_verbs_modify_qp): no transition table, no
+  // required or forbidden attributes, no ranges; only the kernel's core
+  // checks of ports come first (sim/qp_modify_iwarp.cc).
+  bool takes_state_only = false;
   // ibv_query_qp reports what was set. siw_verbs.c siw_query_qp never fills
   // qp_state (0: RESET), takes path_mtu from the netdev (the port's active
   // MTU), has no PSN (0), and reports fixed access flags LOCAL_WRITE |

@@ -60,6 +60,12 @@ class SimQp : public Qp {
   Cq* recv_cq() const override { return recv_cq_; }
   QpInitAttr init_attr() const override { return init_; }
   absl::Status Modify(const QpAttr& attr, uint32_t mask) override {
+    // A path_mtu outside enum Mtu (ibv_mtu) is refused on every profile, as
+    // the hw provider refuses it before any driver sees it.
+    if ((mask & kQpPathMtu) && MtuBytes(attr.path_mtu) == 0) {
+      return Errno(EINVAL, "qp %u: path_mtu %d is not an MTU value",
+                   st_->qpn, static_cast<int>(attr.path_mtu));
+    }
     Lock lock(*fabric_);
     absl::Status s = ModifyQp(*st_, attr, mask);
     fabric_->Wake();

@@ -193,7 +193,9 @@ absl::Status CheckValues(const QpCore& qp, const QpAttr& a, uint32_t mask) {
   return absl::OkStatus();
 }
 
-void Apply(QpCore& qp, const QpAttr& a, uint32_t mask) {
+}  // namespace
+
+void ApplyQpAttrs(QpCore& qp, const QpAttr& a, uint32_t mask) {
   QpAttr& s = qp.attr;
   if (mask & kQpPkeyIndex) s.pkey_index = a.pkey_index;
   if (mask & kQpPort) s.port_num = a.port_num;
@@ -216,7 +218,19 @@ void Apply(QpCore& qp, const QpAttr& a, uint32_t mask) {
   if (mask & kQpEnSqdAsyncNotify) s.en_sqd_async_notify = a.en_sqd_async_notify;
 }
 
-}  // namespace
+void StartReceiving(QpCore& qp) {
+  qp.epsn = qp.attr.rq_psn;
+  qp.msn = 0;
+  qp.nak_sent = false;
+}
+
+void StartSending(QpCore& qp) {
+  qp.req_psn = qp.attr.sq_psn;
+  qp.max_acked_psn = PsnAdd(qp.attr.sq_psn, kPsnMask);
+  qp.implicit_nak_pending = false;
+  qp.retry_left = qp.attr.retry_cnt;
+  qp.rnr_left = qp.attr.rnr_retry;
+}
 
 absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   if (qp.dead) return Errno(EINVAL, "qp %u is destroyed", qp.qpn);
@@ -232,6 +246,9 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   if (static_cast<int>(to) < 0 || to > S::kErr) {
     return Errno(EINVAL, "qp_state %d is not a QP state",
                  static_cast<int>(to));
+  }
+  if (qp.node->fabric->profile().iwarp.takes_state_only) {
+    return ModifyIwarpQp(qp, a, mask);
   }
   const TransitionRule rule = RuleFor(qp.type, from, to);
   if (!rule.valid) {
@@ -261,7 +278,7 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
                  qp.qpn, qp.node->fabric->profile().name);
   }
 
-  Apply(qp, a, mask);
+  ApplyQpAttrs(qp, a, mask);
   if (to == S::kReset) {
     ResetQueues(qp);
     qp.state = S::kReset;
@@ -271,18 +288,8 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
     if (from != S::kErr) EnterError(qp);
     return absl::OkStatus();
   }
-  if (from == S::kInit && to == S::kRtr) {
-    qp.epsn = qp.attr.rq_psn;
-    qp.msn = 0;
-    qp.nak_sent = false;
-  }
-  if (from == S::kRtr && to == S::kRts) {
-    qp.req_psn = qp.attr.sq_psn;
-    qp.max_acked_psn = PsnAdd(qp.attr.sq_psn, kPsnMask);
-    qp.implicit_nak_pending = false;
-    qp.retry_left = qp.attr.retry_cnt;
-    qp.rnr_left = qp.attr.rnr_retry;
-  }
+  if (from == S::kInit && to == S::kRtr) StartReceiving(qp);
+  if (from == S::kRtr && to == S::kRts) StartSending(qp);
   qp.state = to;
   if (to == S::kRts) RequesterRun(qp);
   return absl::OkStatus();
@@ -509,7 +516,10 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
   // Posting to the send queue before RTS fails (rxe; the spec leaves RESET,
   // INIT and RTR to the implementation).
   if (qp.state == S::kReset || qp.state == S::kInit || qp.state == S::kRtr) {
-    return Errno(EINVAL, "qp %u is in %s: post_send needs RTS", qp.qpn,
+    // siw_verbs.c siw_post_send: a QP out of RTS is "not connected".
+    return Errno(qp.node->fabric->profile().iwarp.takes_state_only ? ENOTCONN
+                                                                   : EINVAL,
+                 "qp %u is in %s: post_send needs RTS", qp.qpn,
                  QpStateName(qp.state));
   }
   for (size_t i = 0; i < wrs.size(); ++i) {

@@ -25,6 +25,16 @@ TransitionRule RuleFor(QpType type, verbsim::QpState from,
 
 absl::Status ModifyQp(QpCore& qp, const QpAttr& attr, uint32_t mask);
 
+// Stores the attributes `mask` names in the QP (no checks).
+void ApplyQpAttrs(QpCore& qp, const QpAttr& attr, uint32_t mask);
+// The transport state a QP starts RTR and RTS with (PSNs, retry counts).
+void StartReceiving(QpCore& qp);
+void StartSending(QpCore& qp);
+
+// ibv_modify_qp on a profile whose driver takes only the state and the
+// access flags (IwarpRules::takes_state_only, siw): sim/qp_modify_iwarp.cc.
+absl::Status ModifyIwarpQp(QpCore& qp, const QpAttr& attr, uint32_t mask);
+
 // The sim objects a send WR names through public handles, resolved by the
 // caller: its address handle (UD), its window and the region to bind it to
 // (BIND_MW). `bind_verb` marks the WR ibv_bind_mw posts for a type 1 window.

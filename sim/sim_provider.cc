@@ -17,6 +17,7 @@
 #include "core/cm_timing.h"
 #include "core/environment.h"
 #include "core/errors.h"
+#include "core/names.h"
 #include "sim/handles.h"
 
 namespace verbsim::sim {
@@ -405,6 +406,53 @@ absl::StatusOr<std::unique_ptr<Endpoint>> SimProvider::Connect(
   (*ep)->set_connection(std::make_unique<SimConnection>(cm_, req));
   cm_->cv.notify_all();
   return ep;
+}
+
+namespace {
+// The sim's CM moves both QPs at once; nothing is left to tear down but the
+// QPs themselves.
+class SimQpLink final : public QpLink {};
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<QpLink>> SimProvider::ConnectQps(
+    Qp* a, Qp* b, const EndpointAttr& attr) {
+  if (a == nullptr || b == nullptr || a == b) {
+    return Errno(EINVAL, "ConnectQps needs two distinct QPs");
+  }
+  for (Qp* qp : {a, b}) {
+    const SimProfile* profile = GetSimProfile(qp->pd()->context());
+    if (profile == nullptr) {
+      return Errno(EINVAL, "qp %u is not a QP of the sim provider",
+                   qp->qp_num());
+    }
+    if (qp->type() == QpType::kUd) {
+      return Errno(EINVAL, "qp %u is UD: the CM connects RC and UC QPs",
+                   qp->qp_num());
+    }
+    if (qp->state() != QpState::kReset) {
+      return Errno(EINVAL, "qp %u is in %s: ConnectQps takes QPs in RESET",
+                   qp->qp_num(), QpStateName(qp->state()));
+    }
+  }
+  absl::StatusOr<Gid> ga = a->pd()->context()->QueryGid(1, 0);
+  if (!ga.ok()) return ga.status();
+  absl::StatusOr<Gid> gb = b->pd()->context()->QueryGid(1, 0);
+  if (!gb.ok()) return gb.status();
+  EndpointAttr path = attr;
+  path.qp_type = a->type();
+  path.sgid_index = 0;
+  // As the listener's accept does: the QPs are the CM's, so an iWARP
+  // profile lets them reach RTS.
+  MarkSimQpCmConnected(a);
+  MarkSimQpCmConnected(b);
+  absl::Status s = ModifyQpToInit(a, path);
+  if (s.ok()) s = ModifyQpToInit(b, path);
+  if (s.ok()) s = ModifyQpToRtr(b, path, a->qp_num(), *ga, path.sq_psn);
+  if (s.ok()) s = ModifyQpToRts(b, path, path.sq_psn);
+  if (s.ok()) s = ModifyQpToRtr(a, path, b->qp_num(), *gb, path.sq_psn);
+  if (s.ok()) s = ModifyQpToRts(a, path, path.sq_psn);
+  if (!s.ok()) return s;
+  return std::unique_ptr<QpLink>(new SimQpLink());
 }
 
 absl::StatusOr<std::string> SimProvider::LoopbackAddress() {

@@ -29,6 +29,8 @@ class SimProvider : public Provider {
       absl::string_view address, const EndpointAttr& attr) override;
   absl::StatusOr<std::unique_ptr<Endpoint>> Connect(
       absl::string_view address, const EndpointAttr& attr) override;
+  absl::StatusOr<std::unique_ptr<QpLink>> ConnectQps(
+      Qp* a, Qp* b, const EndpointAttr& attr) override;
   absl::StatusOr<std::string> LoopbackAddress() override;
 
   // The fabric, for progress control in tests (RunUntilIdle, RunFor, Now).

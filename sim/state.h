@@ -218,6 +218,9 @@ struct QpCore {
   // Connected through the sim's connection manager (Endpoint connect/
   // accept): on an iWARP profile only such a QP may enter RTS.
   bool cm_connected = false;
+  // The port the kernel's core layer holds for the QP (ib_qp.port): set by
+  // a modify with IBV_QP_PORT (or an AV outside INIT -> RTR), 0 before.
+  uint8_t core_port = 0;
 
   // The peer, resolved from the AV's GID at RTR.
   int dest_node = -1;

@@ -113,6 +113,12 @@ Expectations Siw() {
   e.has_multicast = false;
   e.has_rereg = false;
   e.hand_connected_qps = false;
+  e.checks_qp_transitions = false;
+  e.resets_qps = false;
+  e.refuses_recv_in_reset = false;
+  e.post_send_before_rts_errno = ENOTCONN;
+  e.resizes_srq = false;
+  e.flushes_recv_posted_in_err = false;
   e.node_type = 4;  // IBV_NODE_RNIC
   e.wrapping_range_errno = EFAULT;
   e.refuses_size_max_range = false;

@@ -193,6 +193,21 @@ struct Expectations {
   // reaches RTS only through rdma_cm, and siw_verbs_modify_qp takes only
   // the state and the access flags.
   bool hand_connected_qps = true;
+  // ibv_modify_qp follows the transition table of IBA 11.2.4.2 (required,
+  // forbidden and range-checked attributes). false: the driver takes only
+  // the state and the access flags (siw_verbs_modify_qp); what a modify by
+  // hand then returns is StateOnlyModifyErrno (tests/fixture.h).
+  bool checks_qp_transitions = true;
+  // RESET empties a QP's queues and makes it reusable; false: siw_qp_modify
+  // ignores RESET (IDLE stays IDLE, RTS stays RTS, ERROR is final).
+  bool resets_qps = true;
+  // ibv_post_recv in RESET is refused (EINVAL); false: taken (libsiw).
+  bool refuses_recv_in_reset = true;
+  // The errno of ibv_post_send on an RC QP before RTS: EINVAL, or siw's
+  // ENOTCONN (siw_verbs.c siw_post_send: "QP out of state").
+  int post_send_before_rts_errno = EINVAL;
+  // ibv_modify_srq resizes (IBV_SRQ_MAX_WR); false: EOPNOTSUPP (libsiw).
+  bool resizes_srq = true;
   // struct ibv_device's node_type: 1 (CA) for InfiniBand and RoCE, 4 (RNIC)
   // for an iWARP device.
   int node_type = 1;

@@ -352,6 +352,64 @@ absl::StatusOr<std::unique_ptr<RawQp>> Harness::MakeRawQp(
   return raw;
 }
 
+absl::Status Harness::ConnectQps(Qp* a, const Gid& ga, Qp* b, const Gid& gb,
+                                 uint32_t access) const {
+  if (expect_.hand_connected_qps) {
+    return testing::ConnectQps(a, ga, b, gb, access);
+  }
+  EndpointAttr attr;
+  attr.qp_type = a->type();
+  attr.qp_access = access;
+  absl::StatusOr<std::unique_ptr<QpLink>> link =
+      provider_->ConnectQps(a, b, attr);
+  if (!link.ok()) return link.status();
+  links_.push_back(*std::move(link));
+  return absl::OkStatus();
+}
+
+absl::Status Harness::BringQpTo(RawQp& raw, QpState state) const {
+  if (expect_.hand_connected_qps ||
+      (state != QpState::kRts && state != QpState::kSqd)) {
+    return testing::BringQpTo(raw, state);
+  }
+  const int other = devices_.size() > 1 ? 1 : 0;
+  absl::StatusOr<std::unique_ptr<RawQp>> peer =
+      MakeRawQp(raw.qp->init_attr().cap, other);
+  if (!peer.ok()) return peer.status();
+  EndpointAttr attr;
+  attr.qp_access = FullAccess();
+  absl::StatusOr<std::unique_ptr<QpLink>> link =
+      provider_->ConnectQps(raw.qp.get(), (*peer)->qp.get(), attr);
+  if (!link.ok()) return link.status();
+  raw.peer = *std::move(peer);
+  raw.link = *std::move(link);
+  if (state == QpState::kSqd) {
+    const QpStep sqd = ToStateStep(QpState::kSqd);
+    return raw.qp->Modify(sqd.attr, sqd.mask);
+  }
+  return absl::OkStatus();
+}
+
+int StateOnlyModifyErrno(QpState from, const QpAttr& attr, uint32_t mask) {
+  // Not an ibv_mtu: refused by the API on every provider.
+  if ((mask & kQpPathMtu) && MtuBytes(attr.path_mtu) == 0) return EINVAL;
+  if ((mask & kQpPort) && attr.port_num != 1) return EINVAL;
+  if (mask & kQpAv) {
+    if (attr.ah_attr.port_num != 1) return EINVAL;
+    // A fresh QP has port 0 until RESET -> INIT gives it one.
+    if ((mask & kQpState) && attr.qp_state == QpState::kRtr &&
+        from == QpState::kReset) {
+      return EINVAL;
+    }
+  }
+  const bool idle = from == QpState::kReset || from == QpState::kInit ||
+                    from == QpState::kRtr;
+  if ((mask & kQpState) && attr.qp_state == QpState::kRts && idle) {
+    return EINVAL;
+  }
+  return 0;
+}
+
 absl::StatusOr<std::unique_ptr<Side>> Harness::OpenSide(
     int device_index) const {
   auto side = std::make_unique<Side>();

@@ -127,6 +127,10 @@ struct RawQp {
   std::unique_ptr<Cq> cq;
   std::unique_ptr<Qp> qp;
   Gid gid{};
+  // On a provider that reaches RTS only through the CM (iWARP),
+  // Harness::BringQpTo connects `qp` to this QP on another device.
+  std::unique_ptr<RawQp> peer;
+  std::unique_ptr<QpLink> link;
 };
 
 // One device opened by hand: a context, a PD and one CQ (for both queues of
@@ -181,6 +185,16 @@ QpStep ToStateStep(QpState state);  // just STATE: for ERR, RESET, SQD, SQD->RTS
 // RESET->INIT->ERR; connects it to itself (its own QPN and GID) on the way.
 absl::Status BringQpTo(RawQp& raw, QpState state);
 
+// What ibv_modify_qp returns, by hand, on a QP in `from` that the CM did not
+// connect, where the driver takes only the state and the access flags
+// (Expectations::checks_qp_transitions false, siw), for a QP made fresh and
+// moved only by the suite's steps: the kernel's core checks of ports
+// (uverbs_cmd.c modify_qp: IBV_QP_PORT and the AV's port must be port 1,
+// and on INIT -> RTR the AV's port must be the one RESET -> INIT set), then
+// siw_qp_modify's "no socket" for RTS from IDLE (RESET, INIT, RTR); 0 for
+// success.
+int StateOnlyModifyErrno(QpState from, const QpAttr& attr, uint32_t mask);
+
 // Polls `cq` until a completion arrives (the sim progresses while its CQs
 // are polled); ETIMEDOUT after `timeout`.
 absl::StatusOr<WorkCompletion> Await(Cq* cq, absl::Duration timeout = kTimeout);
@@ -221,6 +235,19 @@ class Harness {
   absl::StatusOr<std::unique_ptr<RawQp>> MakeRawQp(
       const QpCap& cap = {16, 16, 2, 2, 0}, int device_index = 0,
       bool sq_sig_all = false) const;
+  // Connects RC QPs `a` (on a side with GID `ga`) and `b` to RTS with
+  // `access`: by hand (the free ConnectQps) where the provider allows it,
+  // else through the provider's CM (Provider::ConnectQps), whose link lives
+  // as long as this harness.
+  absl::Status ConnectQps(Qp* a, const Gid& ga, Qp* b, const Gid& gb,
+                          uint32_t access = kAccessLocalWrite |
+                                            kAccessRemoteWrite |
+                                            kAccessRemoteRead |
+                                            kAccessRemoteAtomic) const;
+  // The free BringQpTo, except that on a provider that reaches RTS only
+  // through the CM, RTS (and SQD by way of it) comes from a connection to
+  // a fresh QP on another device (raw.peer).
+  absl::Status BringQpTo(RawQp& raw, QpState state) const;
   // Device `device_index` opened with a PD and a 1024-entry CQ.
   absl::StatusOr<std::unique_ptr<Side>> OpenSide(int device_index = 0) const;
 
@@ -229,6 +256,7 @@ class Harness {
   std::unique_ptr<Provider> provider_;
   std::vector<std::string> devices_;
   Expectations expect_;
+  mutable std::vector<std::unique_ptr<QpLink>> links_;
 };
 
 class ProviderTest : public ::testing::TestWithParam<std::string>,

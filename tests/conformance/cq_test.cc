@@ -129,9 +129,9 @@ TEST_P(CqTest, PollIntoAnEmptySpanReturnsZeroAndKeepsTheCompletion) {
 }
 
 TEST_P(CqTest, OneCqServesBothQueuesOfAQp) {
-  if (!expect().hand_connected_qps) GTEST_SKIP() << kIwarpHandQpReason;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
-  ASSERT_OK(BringQpTo(*raw, QpState::kRts));  // connected to itself
+  // Connected to itself, or on iWARP through the CM to raw->peer.
+  ASSERT_OK(BringQpTo(*raw, QpState::kRts));
   Buffer buf(8192);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> mr,
                        raw->pd->RegMr(buf.data(), 8192, kAccessLocalWrite));
@@ -141,8 +141,26 @@ TEST_P(CqTest, OneCqServesBothQueuesOfAQp) {
   rwr.wr_id = 1;
   rwr.sg_list = {&rsge, 1};
   ASSERT_OK(raw->qp->PostRecv(rwr));
+  // A peer takes the message and sends it back.
+  Buffer pbuf(4096);
+  std::unique_ptr<Mr> pmr;
+  if (raw->peer != nullptr) {
+    ASSERT_OK_AND_ASSIGN(pmr, raw->peer->pd->RegMr(pbuf.data(), 4096,
+                                                   kAccessLocalWrite));
+    const Sge psge = SgeOf(*pmr, 0, 4096);
+    RecvWr pwr;
+    pwr.wr_id = 3;
+    pwr.sg_list = {&psge, 1};
+    ASSERT_OK(raw->peer->qp->PostRecv(pwr));
+  }
   const Sge ssge = SgeOf(*mr, 0, 100);
   ASSERT_OK(raw->qp->PostSend(MakeWr(WrOpcode::kSend, 2, {&ssge, 1})));
+  if (raw->peer != nullptr) {
+    ASSERT_OK_AND_ASSIGN(WorkCompletion pwc, Await(raw->peer->cq.get()));
+    ASSERT_THAT(pwc, WcOk(3u, WcOpcode::kRecv)) << pwc;
+    const Sge back = SgeOf(*pmr, 0, 100);
+    ASSERT_OK(raw->peer->qp->PostSend(MakeWr(WrOpcode::kSend, 4, {&back, 1})));
+  }
   ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
                        AwaitN(raw->cq.get(), 2));
   // One of each, on the one CQ (their relative order is not specified).
