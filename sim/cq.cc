@@ -82,8 +82,10 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
   // Under the fabric's lock: one writer at a time.
   cq.ready.store(cq.ready.load(std::memory_order_relaxed) + 1,
                  std::memory_order_release);
-  if (cq.armed && (!cq.armed_solicited_only || solicited ||
-                   wc.status != WcStatus::kSuccess)) {
+  const bool fires_solicited =
+      fabric->profile().cq_solicited_events &&
+      (solicited || wc.status != WcStatus::kSuccess);
+  if (cq.armed && (!cq.armed_solicited_only || fires_solicited)) {
     cq.armed = false;
     if (cq.channel != nullptr && !cq.channel->dead) {
       cq.channel->events.push_back(cq.shared_from_this());

@@ -309,6 +309,10 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // A receive posted in ERROR is written to the ring and never completed
     // (siw_verbs.c siw_post_receive flushes only a kernel QP's WRs).
     p.flushes_recv_posted_in_err = false;
+    // siw raises no IBV_EVENT_QP_LAST_WQE_REACHED for a QP on an SRQ that
+    // enters ERR (siw_qp.c has no such event).
+    p.raises_last_wqe_reached = false;
+    p.cq_solicited_events = false;
     p.iwarp.rts_needs_cm = true;
     p.iwarp.takes_state_only = true;
     p.iwarp.query_reports_qp_attrs = false;

@@ -263,6 +263,11 @@ struct SimProfile {
   // solicited-only (IBA C11-31, C11-32; rxe_req_notify_cq); siw takes the
   // last request as it is (siw_verbs.c siw_req_notify_cq).
   bool cq_notify_keeps_next = true;
+  // a solicited-only arming fires for a solicited message or an error
+  // completion (IBA C11-31); siw never passes a receive's solicited flag or
+  // status to its notification check (siw_qp.c siw_rqe_complete notifies
+  // as SIW_WQE_SIGNALLED), so there it fires for neither.
+  bool cq_solicited_events = true;
   // a receive posted to a QP in RESET is refused (EINVAL; IBA C10-97.2.1,
   // rxe_post_recv); libsiw writes its receive ring in any state, so on siw
   // the WR is taken (seen on siw0).

@@ -47,7 +47,15 @@ class SimSrq : public Srq {
       if (st_->wqes.size() >= st_->max_wr) {
         return Errno(ENOMEM, "srq %u is full (%u WRs)", st_->id, st_->max_wr);
       }
-      if (wr.sg_list.size() > st_->max_sge) {
+      // A library with a fixed limit checks that one, not the SRQ's
+      // (libsiw push_recv_wqe: SIW_MAX_SGE).
+      const uint32_t library =
+          fabric_->profile().post_send.library_sge_limit;
+      if (library != 0 && wr.sg_list.size() > library) {
+        return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the library's %u",
+                     wr.wr_id, wr.sg_list.size(), library);
+      }
+      if (library == 0 && wr.sg_list.size() > st_->max_sge) {
         return Errno(EINVAL, "wr_id %u: %zu SGEs exceed the SRQ's max_sge %u",
                      wr.wr_id, wr.sg_list.size(), st_->max_sge);
       }

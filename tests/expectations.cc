@@ -119,6 +119,7 @@ Expectations Siw() {
   e.post_send_before_rts_errno = ENOTCONN;
   e.resizes_srq = false;
   e.flushes_recv_posted_in_err = false;
+  e.raises_last_wqe_reached = false;
   e.node_type = 4;  // IBV_NODE_RNIC
   e.wrapping_range_errno = EFAULT;
   e.refuses_size_max_range = false;

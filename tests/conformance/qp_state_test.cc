@@ -485,14 +485,32 @@ TEST_P(QpStateTest, QpNumbersAreDistinct) {
 }
 
 TEST_P(QpStateTest, ResetThenReconnectWorks) {
-  if (!expect().resets_qps) {
-    GTEST_SKIP() << "siw_qp_modify ignores RESET: a QP is never reused "
-                    "(siw_qp.c)";
-  }
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp());
   ASSERT_OK(BringQpTo(*raw, QpState::kRts));
   QpStep reset = ToStateStep(QpState::kReset);
   ASSERT_OK(raw->qp->Modify(reset.attr, reset.mask));
+  if (!expect().resets_qps) {
+    // siw_qp.c siw_qp_nextstate_from_rts ignores RESET: the QP stays
+    // connected and still carries a send to its peer.
+    Buffer buf(128);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> mr,
+                         raw->pd->RegMr(buf.data(), 64, kAccessLocalWrite));
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<Mr> pmr,
+        raw->peer->pd->RegMr(buf.data() + 64, 64, kAccessLocalWrite));
+    const Sge psge = SgeOf(*pmr, 0, 64);
+    RecvWr pwr;
+    pwr.wr_id = 1;
+    pwr.sg_list = {&psge, 1};
+    ASSERT_OK(raw->peer->qp->PostRecv(pwr));
+    const Sge ssge = SgeOf(*mr, 0, 32);
+    ASSERT_OK(raw->qp->PostSend(MakeWr(WrOpcode::kSend, 2, {&ssge, 1})));
+    ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(raw->cq.get()));
+    EXPECT_THAT(wc, WcOk(2u, WcOpcode::kSend)) << wc;
+    ASSERT_OK_AND_ASSIGN(WorkCompletion pwc, Await(raw->peer->cq.get()));
+    EXPECT_THAT(pwc, WcOk(1u, WcOpcode::kRecv)) << pwc;
+    return;
+  }
   EXPECT_EQ(raw->qp->state(), QpState::kReset);
   ASSERT_OK(BringQpTo(*raw, QpState::kRts));
   EXPECT_EQ(raw->qp->state(), QpState::kRts);
@@ -667,11 +685,6 @@ TEST_P(QpStateTest, MaskBitPastDestQpnIsEopnotsupp) {
 }
 
 TEST_P(QpStateTest, AQpInRtrReceivesButCannotSend) {
-  if (!expect().hand_connected_qps) {
-    GTEST_SKIP() << "iWARP has no RTR of its own: a QP receives only once "
-                    "the CM connected it (siw_qp.c siw_qp_llp_data_ready "
-                    "reads only in RTS)";
-  }
   // Two QPs connected by hand (core's ModifyQpTo* helpers): A in RTS, B left
   // in RTR. The responder works from RTR on.
   const int other = devices().size() > 1 ? 1 : 0;
@@ -683,6 +696,19 @@ TEST_P(QpStateTest, AQpInRtrReceivesButCannotSend) {
   ASSERT_OK(ModifyQpToInit(b->qp.get(), attr));
   ASSERT_OK(ModifyQpToRtr(a->qp.get(), attr, b->qp->qp_num(), b->gid, 100));
   ASSERT_OK(ModifyQpToRtr(b->qp.get(), attr, a->qp->qp_num(), a->gid, 200));
+  if (!expect().hand_connected_qps) {
+    // iWARP: QPs moved by hand never connect. A cannot enter RTS (no
+    // socket) and B, "in RTR", cannot send (siw_qp.c siw_qp_modify,
+    // siw_verbs.c siw_post_send).
+    EXPECT_THAT(ModifyQpToRts(a->qp.get(), attr, 200), HasErrno(EINVAL));
+    Buffer buf(64);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> mr,
+                         b->pd->RegMr(buf.data(), 64, kAccessLocalWrite));
+    const Sge sge = SgeOf(*mr, 0, 8);
+    EXPECT_THAT(b->qp->PostSend(MakeWr(WrOpcode::kSend, 3, {&sge, 1})),
+                HasErrno(expect().post_send_before_rts_errno));
+    return;
+  }
   ASSERT_OK(ModifyQpToRts(a->qp.get(), attr, 200));
   EXPECT_EQ(b->qp->state(), QpState::kRtr);
 
