@@ -1,0 +1,401 @@
+#include "tools/difftest/runner.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/endpoint.h"
+#include "core/errors.h"
+#include "core/names.h"
+#include "core/types.h"
+#include "core/verbs.h"
+
+namespace verbsim::difftest {
+namespace {
+
+// A key no region has (outside the low key range both rxe and the sim use
+// first).
+constexpr uint32_t kNoKey = 0x5a5a5a00;
+
+std::string Result(const absl::Status& status) {
+  if (status.ok()) return "ok";
+  return std::string(ErrnoName(ErrnoOf(status)));
+}
+
+struct Region {
+  std::unique_ptr<Mr> mr;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  int32_t offset = 0;  // in the side's buffer
+  uint32_t length = 0;
+};
+
+struct Side {
+  std::unique_ptr<Context> context;
+  std::unique_ptr<Pd> pd;
+  std::unique_ptr<Cq> cq;
+  uint8_t* buffer = nullptr;
+  std::vector<Region> regions;  // every successful registration
+};
+
+struct QpEntry {
+  int side = 0;
+  int index = 0;  // in creation order over both sides
+  std::unique_ptr<Qp> qp;
+  int peer = -1;  // the QP it is connected to
+};
+
+class Run {
+ public:
+  Run(const Program& program, const RunOptions& options)
+      : program_(program), options_(options) {}
+  ~Run() {
+    links_.clear();
+    for (QpEntry& q : qps_) q.qp.reset();
+    for (Side& s : sides_) {
+      s.regions.clear();
+      s.cq.reset();
+      s.pd.reset();
+      s.context.reset();
+      std::free(s.buffer);
+    }
+  }
+
+  absl::StatusOr<Trace> Go(const std::string& spec) {
+    absl::StatusOr<std::unique_ptr<Provider>> provider = OpenProvider(spec);
+    if (!provider.ok()) return provider.status();
+    provider_ = *std::move(provider);
+    absl::StatusOr<std::vector<std::string>> devices =
+        provider_->ListDevices();
+    if (!devices.ok()) return devices.status();
+    if (devices->empty()) {
+      return Errno(ENODEV, "provider %s has no device", spec);
+    }
+    for (int i = 0; i < 2; ++i) {
+      Side& s = sides_[i];
+      const std::string& device = (*devices)[devices->size() > 1 ? i : 0];
+      absl::StatusOr<std::unique_ptr<Context>> context =
+          provider_->Open(device);
+      if (!context.ok()) return context.status();
+      s.context = *std::move(context);
+      absl::StatusOr<std::unique_ptr<Pd>> pd = s.context->AllocPd();
+      if (!pd.ok()) return pd.status();
+      s.pd = *std::move(pd);
+      absl::StatusOr<std::unique_ptr<Cq>> cq =
+          s.context->CreateCq(1024, nullptr);
+      if (!cq.ok()) return cq.status();
+      s.cq = *std::move(cq);
+      s.buffer = static_cast<uint8_t*>(std::aligned_alloc(4096, kBufferBytes));
+      if (s.buffer == nullptr) return Errno(ENOMEM, "buffer");
+      for (uint32_t b = 0; b < kBufferBytes; ++b) {
+        s.buffer[b] = static_cast<uint8_t>(b * 7 + i * 101 + program_.seed);
+      }
+    }
+    for (size_t i = 0; i < program_.ops.size(); ++i) {
+      const Op& op = program_.ops[i];
+      const std::string said = Execute(op, i);
+      trace_.calls.push_back(absl::StrCat(i, " ", Describe(op), " -> ", said));
+    }
+    Poll(options_.final_quiet);
+    for (int i = 0; i < 2; ++i) {
+      trace_.bytes[i].assign(sides_[i].buffer, sides_[i].buffer + kBufferBytes);
+    }
+    return trace_;
+  }
+
+ private:
+  std::string Execute(const Op& op, size_t index) {
+    switch (op.kind) {
+      case OpKind::kRegMr: return RegMr(op);
+      case OpKind::kDeregMr: return DeregMr(op);
+      case OpKind::kCreateQp: return CreateQp(op);
+      case OpKind::kConnect: return Connect(op);
+      case OpKind::kModifyErr: return ModifyErr(op);
+      case OpKind::kPostRecv: return PostRecv(op, index);
+      case OpKind::kPostSend: return PostSend(op, index);
+      case OpKind::kPoll: Poll(options_.quiet); return "polled";
+    }
+    return "?";
+  }
+
+  std::string RegMr(const Op& op) {
+    Side& s = sides_[op.side];
+    absl::StatusOr<std::unique_ptr<Mr>> mr =
+        s.pd->RegMr(s.buffer + op.offset, op.length, op.a);
+    if (!mr.ok()) return Result(mr.status());
+    Region r;
+    r.lkey = (*mr)->lkey();
+    r.rkey = (*mr)->rkey();
+    r.offset = op.offset;
+    r.length = op.length;
+    r.mr = *std::move(mr);
+    s.regions.push_back(std::move(r));
+    return absl::StrCat("ok mr", s.regions.size() - 1);
+  }
+
+  std::string DeregMr(const Op& op) {
+    Side& s = sides_[op.side];
+    if (op.a >= s.regions.size()) return "no such mr";
+    Region& r = s.regions[op.a];
+    if (r.mr == nullptr) return "already gone";
+    absl::Status status = r.mr->Destroy();
+    if (status.ok()) r.mr.reset();  // its keys stay: stale keys are a case
+    return Result(status);
+  }
+
+  std::string CreateQp(const Op& op) {
+    Side& s = sides_[op.side];
+    QpInitAttr init;
+    init.send_cq = s.cq.get();
+    init.recv_cq = s.cq.get();
+    init.qp_type = QpType::kRc;
+    init.cap = {op.a, op.b, op.c, op.d, op.e};
+    absl::StatusOr<std::unique_ptr<Qp>> qp = s.pd->CreateQp(init);
+    if (!qp.ok()) return Result(qp.status());
+    const QpCap cap = (*qp)->init_attr().cap;
+    QpEntry q;
+    q.side = static_cast<int>(op.side);
+    q.index = static_cast<int>(qps_.size());
+    q.qp = *std::move(qp);
+    qpn_to_index_[{q.side, q.qp->qp_num()}] = q.index;
+    qps_.push_back(std::move(q));
+    return absl::StrFormat("ok qp%d caps %u/%u/%u/%u/%u", qps_.back().index,
+                           cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
+                           cap.max_recv_sge, cap.max_inline_data);
+  }
+
+  // The `n`th QP of `side` (modulo), or null.
+  QpEntry* QpOfSide(int side, uint32_t n) {
+    std::vector<QpEntry*> of;
+    for (QpEntry& q : qps_) {
+      if (q.side == side) of.push_back(&q);
+    }
+    return of.empty() ? nullptr : of[n % of.size()];
+  }
+  QpEntry* AnyQp(uint32_t n) {
+    return qps_.empty() ? nullptr : &qps_[n % qps_.size()];
+  }
+
+  std::string Connect(const Op& op) {
+    QpEntry* a = QpOfSide(0, op.a);
+    QpEntry* b = QpOfSide(1, op.b);
+    if (a == nullptr || b == nullptr) return "no qp";
+    if (a->peer >= 0 || b->peer >= 0) return "already connected";
+    EndpointAttr attr;
+    attr.qp_access = kAccessLocalWrite | kAccessRemoteWrite |
+                     kAccessRemoteRead | kAccessRemoteAtomic;
+    attr.timeout = 12;  // 16.8 ms: a silent peer is given up soon
+    attr.retry_cnt = 2;
+    attr.rnr_retry = 2;
+    attr.min_rnr_timer = 1;
+    absl::StatusOr<std::unique_ptr<QpLink>> link =
+        provider_->ConnectQps(a->qp.get(), b->qp.get(), attr);
+    if (!link.ok()) return Result(link.status());
+    links_.push_back(*std::move(link));
+    a->peer = b->index;
+    b->peer = a->index;
+    return absl::StrFormat("ok qp%d-qp%d", a->index, b->index);
+  }
+
+  std::string ModifyErr(const Op& op) {
+    QpEntry* q = AnyQp(op.a);
+    if (q == nullptr) return "no qp";
+    QpAttr attr;
+    attr.qp_state = QpState::kErr;
+    return absl::StrCat("qp", q->index, " ",
+                        Result(q->qp->Modify(attr, kQpState)));
+  }
+
+  // The SGEs of `op` over `side`'s regions.
+  std::vector<Sge> Sges(const Op& op, int side) {
+    std::vector<Sge> out;
+    Side& s = sides_[side];
+    for (const SgeSpec& spec : op.sges) {
+      Sge sge;
+      if (spec.mr < s.regions.size()) {
+        const Region& r = s.regions[spec.mr];
+        sge.addr = reinterpret_cast<uint64_t>(s.buffer) + r.offset +
+                   spec.offset;
+        sge.lkey = r.lkey;
+      } else {
+        sge.addr = reinterpret_cast<uint64_t>(s.buffer) + spec.offset;
+        sge.lkey = kNoKey;
+      }
+      sge.length = spec.length;
+      out.push_back(sge);
+    }
+    return out;
+  }
+
+  std::string PostRecv(const Op& op, size_t index) {
+    QpEntry* q = AnyQp(op.a);
+    if (q == nullptr) return "no qp";
+    std::vector<Sge> sges = Sges(op, q->side);
+    RecvWr wr;
+    wr.wr_id = index;
+    wr.sg_list = sges;
+    return absl::StrCat("qp", q->index, " ", Result(q->qp->PostRecv(wr)));
+  }
+
+  std::string PostSend(const Op& op, size_t index) {
+    QpEntry* q = AnyQp(op.a);
+    if (q == nullptr) return "no qp";
+    std::vector<Sge> sges = Sges(op, q->side);
+    SendWr wr;
+    wr.wr_id = index;
+    wr.sg_list = sges;
+    wr.opcode = static_cast<WrOpcode>(op.b);
+    wr.send_flags = op.c;
+    wr.imm_data = 0x1234;
+    // The remote region: on the peer's side (the other side when not
+    // connected).
+    const int remote_side = 1 - q->side;
+    Side& rs = sides_[remote_side];
+    uint64_t raddr = reinterpret_cast<uint64_t>(rs.buffer) + op.offset;
+    uint32_t rkey = kNoKey;
+    if (op.d < rs.regions.size()) {
+      const Region& r = rs.regions[op.d];
+      raddr += r.offset;
+      rkey = op.e == 0 ? r.rkey : (op.e == 2 ? r.lkey : kNoKey);
+    }
+    wr.rdma.remote_addr = raddr;
+    wr.rdma.rkey = rkey;
+    wr.atomic.remote_addr = raddr;
+    wr.atomic.rkey = rkey;
+    wr.atomic.compare_add = 3;
+    wr.atomic.swap = 0x0102030405060708ull;
+    return absl::StrCat("qp", q->index, " ", Result(q->qp->PostSend(wr)));
+  }
+
+  void Poll(absl::Duration quiet) {
+    absl::Time last = absl::Now();
+    WorkCompletion wcs[16];
+    while (absl::Now() - last < quiet) {
+      bool any = false;
+      for (int side = 0; side < 2; ++side) {
+        absl::StatusOr<int> n =
+            sides_[side].cq->Poll(absl::MakeSpan(wcs, 16));
+        if (!n.ok()) {
+          trace_.calls.push_back(absl::StrCat("poll failed: ",
+                                              Result(n.status())));
+          return;
+        }
+        for (int i = 0; i < *n; ++i) Note(side, wcs[i]);
+        any = any || *n > 0;
+      }
+      if (any) {
+        last = absl::Now();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  void Note(int side, const WorkCompletion& wc) {
+    auto it = qpn_to_index_.find({side, wc.qp_num});
+    const std::string qp =
+        it == qpn_to_index_.end() ? "qp?" : absl::StrCat("qp", it->second);
+    // Every WR's id is the index of the operation that posted it.
+    const bool recv = wc.wr_id < program_.ops.size() &&
+                      program_.ops[wc.wr_id].kind == OpKind::kPostRecv;
+    std::string line = absl::StrFormat("wr %u %s", wc.wr_id,
+                                       WcStatusName(wc.status));
+    // Opcode and length are defined for successful completions only
+    // (ibv_poll_cq(3)); a send's byte_len is not defined at all.
+    if (wc.status == WcStatus::kSuccess) {
+      absl::StrAppend(&line, " ", WcOpcodeName(wc.opcode));
+      if (recv) absl::StrAppend(&line, " len ", wc.byte_len);
+      if (wc.opcode == WcOpcode::kRecvRdmaWithImm ||
+          (recv && (wc.wc_flags & kWcWithImm))) {
+        absl::StrAppendFormat(&line, " imm 0x%x", wc.imm_data);
+      }
+    }
+    trace_.completions[absl::StrCat(qp, recv ? " recv" : " send")].push_back(
+        line);
+  }
+
+  const Program& program_;
+  RunOptions options_;
+  std::unique_ptr<Provider> provider_;
+  Side sides_[2];
+  std::vector<QpEntry> qps_;
+  std::vector<std::unique_ptr<QpLink>> links_;
+  // (side, QP number): two devices may number their QPs alike.
+  std::map<std::pair<int, uint32_t>, int> qpn_to_index_;
+  Trace trace_;
+};
+
+}  // namespace
+
+absl::StatusOr<Trace> RunProgram(const Program& program,
+                                 const std::string& spec,
+                                 const RunOptions& options) {
+  Run run(program, options);
+  return run.Go(spec);
+}
+
+std::vector<std::string> Compare(const Trace& a, const Trace& b,
+                                 const std::string& name_a,
+                                 const std::string& name_b) {
+  std::vector<std::string> out;
+  const size_t n = std::max(a.calls.size(), b.calls.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string ca = i < a.calls.size() ? a.calls[i] : "(none)";
+    const std::string cb = i < b.calls.size() ? b.calls[i] : "(none)";
+    if (ca != cb) {
+      out.push_back(absl::StrFormat("call: %s: %s | %s: %s", name_a, ca,
+                                    name_b, cb));
+    }
+  }
+  std::map<std::string, int> keys;
+  for (const auto& [k, v] : a.completions) keys[k] |= 1;
+  for (const auto& [k, v] : b.completions) keys[k] |= 2;
+  for (const auto& [k, bits] : keys) {
+    static const std::vector<std::string> kNone;
+    const auto ia = a.completions.find(k);
+    const auto ib = b.completions.find(k);
+    const std::vector<std::string>& va =
+        ia == a.completions.end() ? kNone : ia->second;
+    const std::vector<std::string>& vb =
+        ib == b.completions.end() ? kNone : ib->second;
+    if (va != vb) {
+      out.push_back(absl::StrFormat(
+          "completions of %s: %s: [%s] | %s: [%s]", k, name_a,
+          absl::StrJoin(va, ", "), name_b, absl::StrJoin(vb, ", ")));
+    }
+  }
+  for (int side = 0; side < 2; ++side) {
+    if (a.bytes[side] == b.bytes[side]) continue;
+    size_t first = 0;
+    while (first < a.bytes[side].size() && first < b.bytes[side].size() &&
+           a.bytes[side][first] == b.bytes[side][first]) {
+      ++first;
+    }
+    out.push_back(absl::StrFormat("bytes of side%d differ from offset %u",
+                                  side, first));
+  }
+  return out;
+}
+
+std::string Format(const Trace& trace) {
+  std::string out;
+  for (const std::string& c : trace.calls) absl::StrAppend(&out, "  ", c, "\n");
+  for (const auto& [k, v] : trace.completions) {
+    absl::StrAppend(&out, "  ", k, ": ", absl::StrJoin(v, ", "), "\n");
+  }
+  return out;
+}
+
+}  // namespace verbsim::difftest

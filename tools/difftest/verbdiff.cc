@@ -1,0 +1,188 @@
+// verbdiff: runs generated verb programs (program.h) on two providers and
+// reports every program whose traces differ, shrunk to a small program that
+// still differs, with its seed and both traces.
+//
+//   verbdiff --a=SPEC --b=SPEC [--seeds=FIRST:END] [--ops=N] [--no-shrink]
+//            [--print=SEED]
+//
+//   --a, --b     provider specs, e.g. sim:rxe and hw:rxe0 (in the guest)
+//   --seeds      the programs' seeds, FIRST up to END (default 0:200)
+//   --ops        operations per program after the set-up (default 24)
+//   --no-shrink  report divergences as generated
+//   --print      print the program of SEED and its trace on --a, and exit
+//
+// Prints one line per divergence and a summary: "verbdiff: sim:rxe vs
+// hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s". Exit status 0 when
+// none diverges, 1 when one does, 2 for bad usage or a provider that does
+// not open.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "tools/difftest/program.h"
+#include "tools/difftest/runner.h"
+
+namespace verbsim::difftest {
+namespace {
+
+struct Args {
+  std::string a, b;
+  uint64_t first = 0, end = 200;
+  int ops = 24;
+  bool shrink = true;
+  int64_t print = -1;
+};
+
+bool Parse(int argc, char** argv, Args* args) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name, std::string* out) {
+      const std::string prefix = std::string(name) + "=";
+      if (arg.rfind(prefix, 0) != 0) return false;
+      *out = arg.substr(prefix.size());
+      return true;
+    };
+    std::string v;
+    if (value("--a", &args->a) || value("--b", &args->b)) continue;
+    if (value("--seeds", &v)) {
+      std::vector<std::string> parts = absl::StrSplit(v, ':');
+      if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &args->first) ||
+          !absl::SimpleAtoi(parts[1], &args->end) ||
+          args->end <= args->first) {
+        std::fprintf(stderr, "verbdiff: --seeds=%s is not FIRST:END\n",
+                     v.c_str());
+        return false;
+      }
+      continue;
+    }
+    if (value("--ops", &v)) {
+      if (!absl::SimpleAtoi(v, &args->ops) || args->ops < 0 ||
+          args->ops > 1000) {
+        std::fprintf(stderr, "verbdiff: --ops=%s is not 0..1000\n", v.c_str());
+        return false;
+      }
+      continue;
+    }
+    if (value("--print", &v)) {
+      if (!absl::SimpleAtoi(v, &args->print) || args->print < 0) {
+        std::fprintf(stderr, "verbdiff: --print=%s is not a seed\n",
+                     v.c_str());
+        return false;
+      }
+      continue;
+    }
+    if (arg == "--no-shrink") {
+      args->shrink = false;
+      continue;
+    }
+    std::fprintf(stderr, "verbdiff: unknown argument '%s'\n", arg.c_str());
+    return false;
+  }
+  if (args->a.empty() || (args->b.empty() && args->print < 0)) {
+    std::fprintf(stderr, "usage: verbdiff --a=SPEC --b=SPEC [--seeds=F:E] "
+                         "[--ops=N] [--no-shrink] [--print=SEED]\n");
+    return false;
+  }
+  return true;
+}
+
+// The differences of `program` between the two providers; a provider that
+// fails to run it at all is a difference too.
+std::vector<std::string> Differences(const Program& program, const Args& args,
+                                     Trace* ta, Trace* tb, bool* broken) {
+  absl::StatusOr<Trace> a = RunProgram(program, args.a);
+  absl::StatusOr<Trace> b = RunProgram(program, args.b);
+  if (!a.ok() || !b.ok()) {
+    *broken = true;
+    return {absl::StrCat(args.a, ": ", a.status().ToString(), " | ", args.b,
+                         ": ", b.status().ToString())};
+  }
+  *ta = *a;
+  *tb = *b;
+  return Compare(*a, *b, args.a, args.b);
+}
+
+// Drops operations one at a time (never the set-up's last, the connect)
+// while the program still diverges.
+Program Shrink(Program program, const Args& args) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t i = program.ops.size(); i-- > 0;) {
+      if (program.ops.size() <= 1) break;
+      Program smaller = program;
+      smaller.ops.erase(smaller.ops.begin() + static_cast<long>(i));
+      Trace ta, tb;
+      bool broken = false;
+      if (!Differences(smaller, args, &ta, &tb, &broken).empty() && !broken) {
+        program = smaller;
+        progress = true;
+      }
+    }
+  }
+  return program;
+}
+
+int Main(int argc, char** argv) {
+  Args args;
+  if (!Parse(argc, argv, &args)) return 2;
+  if (args.print >= 0) {
+    const Program p = Generate(static_cast<uint64_t>(args.print), args.ops);
+    std::printf("%s", Describe(p).c_str());
+    absl::StatusOr<Trace> t = RunProgram(p, args.a);
+    if (!t.ok()) {
+      std::fprintf(stderr, "verbdiff: %s\n", t.status().ToString().c_str());
+      return 2;
+    }
+    std::printf("trace on %s:\n%s", args.a.c_str(), Format(*t).c_str());
+    return 0;
+  }
+  const absl::Time start = absl::Now();
+  int diverged = 0;
+  uint64_t run = 0;
+  for (uint64_t seed = args.first; seed < args.end; ++seed, ++run) {
+    Program p = Generate(seed, args.ops);
+    Trace ta, tb;
+    bool broken = false;
+    std::vector<std::string> diff = Differences(p, args, &ta, &tb, &broken);
+    if (broken) {
+      std::fprintf(stderr, "verbdiff: seed %llu: %s\n",
+                   static_cast<unsigned long long>(seed), diff[0].c_str());
+      return 2;
+    }
+    if (diff.empty()) continue;
+    ++diverged;
+    if (args.shrink) {
+      p = Shrink(p, args);
+      diff = Differences(p, args, &ta, &tb, &broken);
+    }
+    std::printf("DIVERGES seed %llu (replay: verbdiff --a=%s --b=%s "
+                "--seeds=%llu:%llu --ops=%d)\n",
+                static_cast<unsigned long long>(seed), args.a.c_str(),
+                args.b.c_str(), static_cast<unsigned long long>(seed),
+                static_cast<unsigned long long>(seed + 1), args.ops);
+    for (const std::string& d : diff) std::printf("  %s\n", d.c_str());
+    std::printf("%s", Describe(p).c_str());
+    std::printf("trace on %s:\n%strace on %s:\n%s", args.a.c_str(),
+                Format(ta).c_str(), args.b.c_str(), Format(tb).c_str());
+    std::fflush(stdout);
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::printf("verbdiff: %s vs %s: %llu programs, %d diverge, %.1f "
+              "programs/s\n",
+              args.a.c_str(), args.b.c_str(),
+              static_cast<unsigned long long>(run), diverged,
+              seconds > 0 ? static_cast<double>(run) / seconds : 0.0);
+  return diverged == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace verbsim::difftest
+
+int main(int argc, char** argv) {
+  return verbsim::difftest::Main(argc, argv);
+}
