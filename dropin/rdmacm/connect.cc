@@ -60,6 +60,9 @@ constexpr int kSidrRepPrivate = 136;
 // as siw does.
 constexpr int kIwarpPrivate = 255;
 constexpr int kIwarpIntact = 251;
+// How long siw's active side waits for the MPA reply (siw_cm.h
+// MPAREQ_TIMEOUT).
+constexpr int64_t kIwarpMpaReplyMs = 10000;
 
 // A responder_resources / initiator_depth value from a program:
 // RDMA_MAX_RESP_RES (0xff) means the device's limit; more than the limit is
@@ -200,6 +203,8 @@ void OnTimer(Id* id) {
     return;
   }
   id->state = State::kTimedOut;
+  // siw gives up its stream with the MPA request (siw_cm.c: release_cep).
+  if (IsIwarp(id)) CloseSockets(id);
   Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT));
 }
 
@@ -448,8 +453,13 @@ int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
       if (!SendMsg(id, m)) {
         id->state = State::kRejected;
         Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED, -ECONNRESET));
+      } else {
+        // TCP retransmits, so no CM retries; siw waits MPAREQ_TIMEOUT (10 s)
+        // for the MPA reply, then reports CONNECT_REPLY -ETIMEDOUT, which
+        // cma.c cma_iw_handler makes UNREACHABLE (siw_cm.h, siw_cm.c
+        // SIW_CM_WORK_MPATIMEOUT): OnTimer's verdict after no retry.
+        StartRetries(id, m, 0, kIwarpMpaReplyMs);
       }
-      // TCP retransmits: no CM retries (siw's MPA timer is not modelled).
     } else if (ConnectSocket(id) != 0) {
       // Nobody listens at that address and port.
       id->state = State::kRejected;

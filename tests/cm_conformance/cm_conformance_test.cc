@@ -669,6 +669,37 @@ TEST_P(CmTest, ConnectToNobody) {
   }
 }
 
+// A request the listener takes and never answers. On iWARP the active
+// side waits siw's MPAREQ_TIMEOUT (10 s) for the MPA reply and gives up
+// with CONNECT_REPLY -ETIMEDOUT, which cma.c cma_iw_handler makes
+// UNREACHABLE (siw_cm.c SIW_CM_WORK_MPATIMEOUT).
+TEST_P(CmTest, UnansweredRequestTimesOut) {
+  if (!iwarp_) {
+    GTEST_SKIP() << "InfiniBand's CM gives a REQ up only after its retries, minutes "
+                    "with the kernel's (cma.c CMA_CM_RESPONSE_TIMEOUT 20, "
+                    "CMA_MAX_CM_RETRIES 15), which user space cannot shorten; "
+                    "//dropin/tests:cm_timeout_test covers the drop-in's model";
+  }
+  uint16_t port;
+  ASSERT_NE(Listen(RDMA_PS_TCP, &port), nullptr);
+  rdma_cm_id* client = nullptr;
+  rdma_cm_id* server = nullptr;
+  Ev req;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Request(RDMA_PS_TCP, port, {}, &client, &server, &req));
+  Note("listener", EventName(req.type));
+  Ev ce = NextEvent(cch_, 30000);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start).count();
+  Note("client", ce.got ? EventName(ce.type) : "none");
+  if (ce.got) Note("status", ce.status);
+  EXPECT_EQ(ce.type, RDMA_CM_EVENT_UNREACHABLE) << Describe(ce);
+  EXPECT_EQ(ce.status, -ETIMEDOUT) << Describe(ce);
+  EXPECT_GE(took, 9500) << "gave up before siw's 10 s";
+  Ev se = NextEvent(sch_, 500);
+  Note("server_after", se.got ? EventName(se.type) : "none");
+}
+
 // rdma_resolve_addr toward an address of the subnet nobody owns.
 TEST_P(CmTest, UnknownAddressIsAddrError) {
   rdma_cm_id* id = nullptr;

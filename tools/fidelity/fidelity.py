@@ -456,7 +456,9 @@ reported and the completion statuses of sends posted afterwards.
   and over each limit (REQ 56, REP 196, REJ 148, SIDR REQ 180 = 216 less
   rdma_cm's 36-byte header, SIDR REP 136; on iWARP 251 and 252, below);
   SIDR resolution (`RDMA_PS_UDP`: the QPN and Q_Key in `ESTABLISHED`, a
-  UD send with its address handle) and a SIDR REQ nobody listens for.
+  UD send with its address handle) and a SIDR REQ nobody listens for; a
+  request the listener never answers (on siw: `UNREACHABLE` `-ETIMEDOUT`
+  after siw's 10 s wait for the MPA reply, siw_cm.h `MPAREQ_TIMEOUT`).
 - rxe is RoCE: the kernel's InfiniBand CM, as the spec. siw is iWARP: the
   kernel's iw_cm and siw's MPA exchange over TCP: private data arrives
   exactly as sent, `rdma_reject` is `REJECTED` `-ECONNRESET`, nobody
@@ -476,11 +478,12 @@ reported and the completion statuses of sends posted afterwards.
   (siw_verbs.c `siw_post_send` answers `-ENOTCONN` for a QP in neither RTS
   nor ERROR, where librdmacm's `ucma_modify_qp_sqd` leaves it, as far as
   the source shows), a QP state the sim's siw profile does not have; the
-  peer's send is compared (taken, never completed). The CM's timeouts (a REQ, REP or
-  DREQ nobody answers, an MRA) are not in the compared set: with the
-  kernel's retries (15, a response timeout of 2^20 x 4.096 us) they take
-  minutes, and the kernel's cannot be shortened from user space; the
-  drop-in's model of them is tested with short `VERBSIM_CM_*` times by
+  peer's send is compared (taken, never completed). InfiniBand's CM
+  timeouts (a REQ, REP or DREQ nobody answers, an MRA) are not in the
+  compared set (`UnansweredRequestTimesOut` skips on sim and rxe): with
+  the kernel's retries (15, a response timeout of 2^20 x 4.096 us) they
+  take minutes, and user space cannot shorten them; the drop-in's model of
+  them is tested with short `VERBSIM_CM_*` times by
   `//dropin/tests:cm_timeout_test`.\
 """.splitlines()
 
