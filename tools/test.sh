@@ -10,13 +10,15 @@
 #      its committed corpus (fuzz/corpus/<name>/ is never modified); a
 #      finding fails the run and leaves its reproducer, with the command
 #      that replays it, in the output
-#   5. the hw provider's tests and the conformance suite on real software
-#      RDMA devices, hw:rxe0 and hw:siw0, in a qemu guest
-#      (tools/guest/run_conformance.sh on the binaries of step 1); a guest
-#      that does not boot or a provider that does not come up fails the run.
-#      Then tools/fidelity/fidelity.py compares, case by case, sim:rxe
-#      with hw:rxe0 and sim:siw with hw:siw0 (outcome, completion statuses,
-#      errnos): any disagreement fails the run. VERBSIM_SKIP_GUEST=1 skips
+#   5. the hw provider's tests, the conformance suite and the CM conformance
+#      cases on real software RDMA devices, hw:rxe0 and hw:siw0, in a qemu
+#      guest (tools/guest/run_conformance.sh on the binaries of step 1); a
+#      guest that does not boot or a provider that does not come up fails
+#      the run. Then tools/fidelity/fidelity.py compares, case by case,
+#      sim:rxe with hw:rxe0 and sim:siw with hw:siw0 (outcome, completion
+#      statuses, errnos, noted values; the host's side of the CM cases is
+#      //tests:cm_conformance_test's XML from step 1): any disagreement
+#      fails the run. VERBSIM_SKIP_GUEST=1 skips
 #      this step (it says so).
 # Before step 1, tools/paths_check.py: every repository path named in a
 # comment or a document exists. After step 1, tools/examples_test.sh: the
@@ -176,7 +178,7 @@ guest_run() {
     return 0
   fi
   results="$(mktemp -d "${TMPDIR:-/tmp}/verbsim-guest-results.XXXXXX")"
-  echo "==> guest: //hw:hw_test and //tests:conformance_test on hw:rxe0 and hw:siw0" >&2
+  echo "==> guest: //hw:hw_test, //tests:conformance_test and //tests:cm_conformance on hw:rxe0 and hw:siw0" >&2
   bash tools/guest/run_conformance.sh --bin "${bin}" "${results}" >&2
   rc=$?
   if [[ "${rc}" -ne 0 ]]; then
@@ -201,7 +203,8 @@ fidelity_check() {
   # --strict: a case where a profile and its device disagree fails the run.
   # docs/fidelity.md going stale only warns (regenerate: tools/fidelity.sh).
   if ! python3 tools/fidelity/fidelity.py --strict --warn-doc docs/fidelity.md \
-      --host "${testlogs}/tests/conformance_test/test.xml" --guest "$1" >&2; then
+      --host "${testlogs}/tests/conformance_test/test.xml" \
+      --host "${testlogs}/tests/cm_conformance_test/test.xml" --guest "$1" >&2; then
     echo "==> fidelity: FAILED (a sim profile and its device disagree)" >&2
     status=1
   else

@@ -83,7 +83,9 @@ void ForgetServiceAfterFork();
 
 // ---- Events and channels ---------------------------------------------------
 
-constexpr int kMaxPrivateData = 224;
+// Room for any private data a program can give (rdma_conn_param's length
+// is a u8); InfiniBand's CM takes at most 196 of it, iWARP's MPA more.
+constexpr int kMaxPrivateData = 256;
 
 struct Event {
   rdma_cm_event ev;  // first
@@ -192,6 +194,10 @@ struct Id {
   bool has_peer = false;  // its REQ or REP has arrived
   bool made_cqs = false;  // rdma_create_qp made the CQs and channels
   bool disconnect_reported = false;  // DISCONNECTED went out (only once)
+  // The peer's DREQ came and our DREP waits for the consumer's
+  // rdma_disconnect or rdma_destroy_id (cm.c cm_dreq_handler leaves the id
+  // in DREQ_RCVD; cma.c rdma_disconnect sends the DREP).
+  bool drep_owed = false;
   bool disconnect_waited = false;    // a sync rdma_disconnect took it
   Event* last = nullptr;  // a sync id's event, freed with the next one
   // The CM's retry timer (cm.c: a MAD's timeout_ms and retries), run by the
@@ -325,6 +331,9 @@ int Ipv4Of(const sockaddr* addr, sockaddr_in* out);
 
 // Port-space helpers.
 bool IsUd(const Id* id);
+// Whether the id's device is iWARP (the sim's siw profile): its connections
+// follow the kernel's iw_cm and siw's MPA exchange, not InfiniBand's CM.
+bool IsIwarp(const Id* id);
 // Copies the private data into a message; EINVAL when longer than `max`.
 int SetPrivateData(Msg* msg, const void* data, int len, int max);
 

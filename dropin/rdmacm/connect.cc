@@ -50,6 +50,20 @@ constexpr int kRejPrivate = 148;
 constexpr int kSidrReqPrivate = 180;
 constexpr int kSidrRepPrivate = 136;
 
+// iWARP (the siw profile): the kernel's iw_cm hands the private data to
+// siw, which sends it in an MPA request or reply after the 4-byte MPA v2
+// IRD/ORD header, and the peer's event carries exactly what was sent
+// (siw_cm.c siw_cm_upcall). Any u8 length is taken; siw_send_mpareqrep adds
+// the header to a u8 length, so from 252 bytes on the header's length
+// wraps and the peer refuses the message (siw_recv_mpa_rr: "extra data",
+// -EPROTO). The sim takes every length and fails those messages at the peer
+// as siw does.
+constexpr int kIwarpPrivate = 255;
+constexpr int kIwarpIntact = 251;
+// How long siw's active side waits for the MPA reply (siw_cm.h
+// MPAREQ_TIMEOUT).
+constexpr int64_t kIwarpMpaReplyMs = 10000;
+
 // A responder_resources / initiator_depth value from a program:
 // RDMA_MAX_RESP_RES (0xff) means the device's limit; more than the limit is
 // EINVAL (librdmacm's ucma_valid_param).
@@ -117,6 +131,10 @@ void SendMra(Id* id) {
 
 Id* OnRequest(Id* listener, int fd, const Msg& m) {
   if (listener->state != State::kListening) return nullptr;
+  // siw: an MPA request whose length wrapped is dropped with its stream
+  // before the listener hears of it (siw_cm.c siw_proc_mpareq fails in
+  // siw_recv_mpa_rr); the active side sees the stream close.
+  if (IsIwarp(listener) && m.private_data_len > kIwarpIntact) return nullptr;
   Node* node = LocalNodeOf(ntohl(m.dst_ip));
   if (node == nullptr) return nullptr;
   Id* child = NewId(listener->sync ? nullptr : listener->id.channel,
@@ -142,7 +160,9 @@ Id* OnRequest(Id* listener, int fd, const Msg& m) {
   child->conn_fd = fd;
   child->state = State::kRequested;
   Event* e = NewEvent(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data,
-                      m.type == MsgType::kSidrReq ? kSidrReqPrivate : kReqPrivate);
+                      IsIwarp(child)                   ? m.private_data_len
+                      : m.type == MsgType::kSidrReq ? kSidrReqPrivate
+                                                       : kReqPrivate);
   e->ev.listen_id = &listener->id;
   if (m.type == MsgType::kSidrReq) {
     e->ev.param.ud.ah_attr = AhToPeer(child);
@@ -183,6 +203,8 @@ void OnTimer(Id* id) {
     return;
   }
   id->state = State::kTimedOut;
+  // siw gives up its stream with the MPA request (siw_cm.c: release_cep).
+  if (IsIwarp(id)) CloseSockets(id);
   Deliver(id, NewEvent(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT));
 }
 
@@ -192,8 +214,15 @@ void OnMessage(Id* id, const Msg* m) {
     switch (id->state) {
       case State::kConnecting:
         // The passive side went away without an answer: its CM would have
-        // sent a consumer REJ when the id was destroyed.
+        // sent a consumer REJ when the id was destroyed. On iWARP the
+        // stream closed under the MPA request: siw_cm.c
+        // SIW_CM_WORK_PEER_CLOSE reports CONNECT_REPLY -ECONNRESET, which
+        // cma.c cma_iw_handler makes REJECTED.
         id->state = State::kRejected;
+        if (IsIwarp(id)) {
+          Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED, -ECONNRESET));
+          break;
+        }
         Deliver(id, NewEvent(id, IsUd(id) ? RDMA_CM_EVENT_UNREACHABLE
                                           : RDMA_CM_EVENT_REJECTED,
                              IsUd(id) ? static_cast<int>(kSidrReject)
@@ -226,6 +255,15 @@ void OnMessage(Id* id, const Msg* m) {
       }
       if (id->state != State::kConnecting) return;
       StopTimer(id);
+      if (IsIwarp(id) && m->private_data_len > kIwarpIntact) {
+        // siw_cm.c siw_proc_mpareply: the reply's length wrapped, so
+        // siw_recv_mpa_rr fails it: CONNECT_REPLY -EINVAL, CONNECT_ERROR
+        // (cma.c cma_iw_handler), and the stream closes.
+        CloseSockets(id);
+        id->state = State::kRejected;
+        Deliver(id, NewEvent(id, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL));
+        return;
+      }
       TakePeer(id, *m);
       id->responder_resources = std::min(id->responder_resources, m->initiator_depth);
       id->initiator_depth = std::min(id->initiator_depth, m->responder_resources);
@@ -234,7 +272,8 @@ void OnMessage(Id* id, const Msg* m) {
         // and calls rdma_establish.
         id->state = State::kConnectResponse;
         Event* e = NewEvent(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,
-                            m->private_data, kRepPrivate);
+                            m->private_data,
+                            IsIwarp(id) ? m->private_data_len : kRepPrivate);
         FillConnParam(e, *m);
         Deliver(id, e);
         return;
@@ -251,7 +290,7 @@ void OnMessage(Id* id, const Msg* m) {
       SendMsg(id, MsgFrom(id, MsgType::kRtu));
       id->state = State::kEstablished;
       Event* e = NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->private_data,
-                          kRepPrivate);
+                          IsIwarp(id) ? m->private_data_len : kRepPrivate);
       FillConnParam(e, *m);
       Deliver(id, e);
       return;
@@ -283,6 +322,18 @@ void OnMessage(Id* id, const Msg* m) {
       }
       CloseSockets(id);
       id->state = State::kRejected;
+      if (IsIwarp(id)) {
+        if (m->private_data_len > kIwarpIntact) {
+          // As an over-long reply: refused before its reject bit is seen.
+          Deliver(id, NewEvent(id, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL));
+          return;
+        }
+        // An MPA reply with the reject bit: siw_cm.c siw_proc_mpareply
+        // reports CONNECT_REPLY -ECONNRESET with the reply's private data.
+        Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED, -ECONNRESET,
+                             m->private_data, m->private_data_len));
+        return;
+      }
       Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED,
                            static_cast<int>(m->status), m->private_data,
                            kRejPrivate));
@@ -300,7 +351,23 @@ void OnMessage(Id* id, const Msg* m) {
           id->state != State::kAccepted) {
         return;
       }
-      SendMsg(id, MsgFrom(id, MsgType::kDrep));
+      if (IsIwarp(id)) {
+        // iWARP closes the stream: both sides are told at once (siw_cm.c
+        // SIW_CM_WORK_PEER_CLOSE: IW_CM_EVENT_DISCONNECT and CLOSE), and
+        // the QP goes to ERR with its queues flushed (siw_qp_llp_close).
+        SendMsg(id, MsgFrom(id, MsgType::kDrep));
+        if (id->id.qp != nullptr) {
+          ibv_qp_attr attr{};
+          attr.qp_state = IBV_QPS_ERR;
+          ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
+        }
+      } else {
+        // cm.c cm_dreq_handler: the id waits in DREQ_RCVD; the DREP goes
+        // out when the consumer calls rdma_disconnect or destroys the id
+        // (cma.c rdma_disconnect: ib_send_cm_drep), so the initiator's
+        // DISCONNECTED comes only then.
+        id->drep_owed = true;
+      }
       id->state = State::kDisconnected;
       ReportDisconnected(id);
       return;
@@ -366,13 +433,34 @@ int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* param) {
       id->rnr_retry_count = std::min<uint8_t>(param->rnr_retry_count, 7);
     }
     m = MsgFrom(id, ud ? MsgType::kSidrReq : MsgType::kReq);
+    const bool iwarp = IsIwarp(id);
     if (param != nullptr &&
         SetPrivateData(&m, param->private_data, param->private_data_len,
-                       ud ? kSidrReqPrivate : kReqPrivate) != 0) {
+                       iwarp ? kIwarpPrivate
+                       : ud  ? kSidrReqPrivate
+                             : kReqPrivate) != 0) {
       return -1;
     }
     id->state = State::kConnecting;
-    if (ConnectSocket(id) != 0) {
+    if (iwarp && ConnectSocket(id) != 0) {
+      // iWARP connects a TCP stream first: the peer's reset fails the call
+      // (siw_cm.c siw_connect: kernel_bindconnect -ECONNREFUSED), and the
+      // id is resolved again (cma.c rdma_connect's err_state).
+      id->state = State::kRouteResolved;
+      return Fail(ECONNREFUSED);
+    }
+    if (iwarp) {
+      if (!SendMsg(id, m)) {
+        id->state = State::kRejected;
+        Deliver(id, NewEvent(id, RDMA_CM_EVENT_REJECTED, -ECONNRESET));
+      } else {
+        // TCP retransmits, so no CM retries; siw waits MPAREQ_TIMEOUT (10 s)
+        // for the MPA reply, then reports CONNECT_REPLY -ETIMEDOUT, which
+        // cma.c cma_iw_handler makes UNREACHABLE (siw_cm.h, siw_cm.c
+        // SIW_CM_WORK_MPATIMEOUT): OnTimer's verdict after no retry.
+        StartRetries(id, m, 0, kIwarpMpaReplyMs);
+      }
+    } else if (ConnectSocket(id) != 0) {
       // Nobody listens at that address and port.
       id->state = State::kRejected;
       Deliver(id, ud ? NewEvent(id, RDMA_CM_EVENT_UNREACHABLE,
@@ -415,10 +503,27 @@ int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
       id->rnr_retry_count = std::min<uint8_t>(param->rnr_retry_count, 7);
     }
     Msg m = MsgFrom(id, ud ? MsgType::kSidrRep : MsgType::kRep);
+    const bool iwarp = IsIwarp(id);
     if (param != nullptr &&
         SetPrivateData(&m, param->private_data, param->private_data_len,
-                       ud ? kSidrRepPrivate : kRepPrivate) != 0) {
-      return -1;
+                       iwarp ? kIwarpPrivate
+                       : ud  ? kSidrRepPrivate
+                             : kRepPrivate) != 0) {
+      // cma.c rdma_accept: a failed accept moves the QP to ERR and rejects
+      // the request (IB_CM_REJ_CONSUMER_DEFINED; a SIDR REQ gets a SIDR REP
+      // with IB_SIDR_REJECT).
+      const int err = errno;
+      if (id->id.qp != nullptr && !ud) {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE);
+      }
+      Msg rej = MsgFrom(id, ud ? MsgType::kSidrRep : MsgType::kRej);
+      rej.status = ud ? kSidrReject : kRejConsumerDefined;
+      SendMsg(id, rej);
+      CloseSockets(id);
+      id->state = State::kRejected;
+      return Fail(err);
     }
     if (ud) {
       m.qkey = RDMA_UDP_QKEY;
@@ -441,7 +546,14 @@ int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* param) {
       id->state = State::kRejected;
       return Fail(ECONNRESET);
     }
-    StartRetries(id, m, ConnRetries(id), ConnTryMs(id));
+    if (iwarp) {
+      // siw_cm.c siw_accept reports IW_CM_EVENT_ESTABLISHED once its MPA
+      // reply is sent: no RTU, no retries (TCP's).
+      id->state = State::kEstablished;
+      Deliver(id, NewEvent(id, RDMA_CM_EVENT_ESTABLISHED, 0));
+    } else {
+      StartRetries(id, m, ConnRetries(id), ConnTryMs(id));
+    }
     wait = id->sync;
   }
   return wait ? WaitSync(id) : 0;
@@ -457,7 +569,9 @@ int rdma_reject(rdma_cm_id* cm_id, const void* private_data,
   Msg m = MsgFrom(id, ud ? MsgType::kSidrRep : MsgType::kRej);
   m.status = ud ? kSidrReject : kRejConsumerDefined;
   if (SetPrivateData(&m, private_data, private_data_len,
-                     ud ? kSidrRepPrivate : kRejPrivate) != 0) {
+                     IsIwarp(id) ? kIwarpPrivate
+                     : ud        ? kSidrRepPrivate
+                                 : kRejPrivate) != 0) {
     return -1;
   }
   SendMsg(id, m);
@@ -503,6 +617,10 @@ int rdma_disconnect(rdma_cm_id* cm_id) {
         break;
       case State::kDisconnecting:
       case State::kDisconnected:
+        // The DREP the peer's DREQ is owed (cma.c rdma_disconnect: the
+        // DREQ cannot go out in DREQ_RCVD, ib_send_cm_drep does).
+        if (id->drep_owed) SendMsg(id, MsgFrom(id, MsgType::kDrep));
+        id->drep_owed = false;
         if (id->id.qp != nullptr) {
           ibv_qp_attr attr{};
           attr.qp_state = IBV_QPS_ERR;

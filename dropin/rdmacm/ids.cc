@@ -5,11 +5,12 @@
 //
 // Addresses are the sim nodes' IPv4 addresses (nodes.cc). An address of
 // this process, or of a node whose process is there (nodes.cc,
-// NodePresent), resolves at once; one whose process is absent is asked
-// again until rdma_resolve_addr's timeout_ms, then ADDR_ERROR -ETIMEDOUT, as
-// the kernel retries an unanswered neighbour lookup until the request's
-// timeout (addr.c process_one_req); an address no node has is ADDR_ERROR
-// -EHOSTUNREACH at once. ROUTE_RESOLVED is reported at once.
+// NodePresent), resolves at once; one whose process is absent, or that no
+// node has, is asked again until rdma_resolve_addr's timeout_ms, then
+// ADDR_ERROR -ETIMEDOUT, as the kernel retries an unanswered neighbour
+// lookup until the request's timeout (addr.c process_one_req; rxe0 and siw0
+// answer so for an address of their subnet nobody owns).
+// ROUTE_RESOLVED is reported at once.
 #include <arpa/inet.h>
 #include <rdma/rdma_verbs.h>
 
@@ -24,6 +25,11 @@
 namespace verbsim::rdmacm {
 
 bool IsUd(const Id* id) { return id->id.qp_type == IBV_QPT_UD; }
+
+bool IsIwarp(const Id* id) {
+  return id->id.verbs != nullptr &&
+         id->id.verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
 
 Id* NewId(rdma_event_channel* channel, void* context, rdma_port_space ps,
           ibv_qp_type qp_type) {
@@ -198,7 +204,10 @@ int rdma_destroy_id(rdma_cm_id* cm_id) {
   Id* id = IdOf(cm_id);
   {
     std::lock_guard<std::mutex> lock(CmMutex());
-    // Closing the connection tells the peer (a DREQ or REJ in the real CM).
+    // Closing the connection tells the peer (a DREQ or REJ in the real CM;
+    // the DREP a DREQ is owed, cm.c cm_destroy_id).
+    if (id->drep_owed) SendMsg(id, MsgFrom(id, MsgType::kDrep));
+    id->drep_owed = false;
     CloseSockets(id);
     LeaveAllGroups(id);
   }
@@ -273,14 +282,13 @@ int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src_addr,
       // (its MAC follows from the group). Joining it is not covered, and
       // rdma_join_multicast says so (mckey then names what is missing).
       id->state = State::kAddrResolved;
-    } else if (!FabricHasIp(ip)) {
-      // No node has that address: the kernel's ARP would give up.
-      status = -EHOSTUNREACH;
     } else if (NodePresent(ip)) {
       id->state = State::kAddrResolved;
     } else {
-      // Its process is not running (yet): asked again until timeout_ms,
-      // which librdmacm hands the kernel as an unsigned number.
+      // No process owns that address (yet), or no node has it: asked again
+      // until timeout_ms, which librdmacm hands the kernel as an unsigned
+      // number; an address nobody answers for times out as an unanswered
+      // neighbour lookup does (addr.c process_one_req: -ETIMEDOUT).
       id->resolve_from = id->state;
       id->state = State::kAddrQuery;
       id->resolve_deadline =

@@ -197,6 +197,12 @@ int main(void) {
         "server receives the 16 bytes");
   CHECK(rdma_disconnect(c2) == 0, "client disconnects");
   rdma_ack_cm_event(expect_event(sch, RDMA_CM_EVENT_DISCONNECTED));
+  /* The client's DISCONNECTED comes with the DREP, which the server's CM
+   * sends when the server calls rdma_disconnect (cm.c cm_dreq_handler,
+   * cma.c rdma_disconnect). */
+  struct pollfd none = {.fd = cch->fd, .events = POLLIN};
+  CHECK(poll(&none, 1, 200) == 0, "no DISCONNECTED for the client before the server disconnects");
+  CHECK(rdma_disconnect(s2) == 0, "server disconnects");
   rdma_ack_cm_event(expect_event(cch, RDMA_CM_EVENT_DISCONNECTED));
   CHECK(1, "DISCONNECTED on both sides");
   struct ibv_qp_attr qa;

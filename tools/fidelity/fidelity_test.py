@@ -13,14 +13,16 @@ import fidelity  # noqa: E402
 
 
 def case_xml(suite, test, param, outcome="passed", completions="", errnos="",
-             message=""):
+             message="", values=""):
     props = ""
-    if completions or errnos:
+    if completions or errnos or values:
         props = "<properties>"
         if completions:
             props += f'<property name="completions" value="{completions}"/>'
         if errnos:
             props += f'<property name="errnos" value="{errnos}"/>'
+        if values:
+            props += f'<property name="values" value="{values}"/>'
         props += "</properties>"
     body = props
     if outcome == "failed":
@@ -173,6 +175,60 @@ class FidelityTest(unittest.TestCase):
         rc, out = self.run_tool()
         self.assertEqual(rc, 2)
         self.assertIn("siw0", out)
+
+    # The CM cases: a second host XML (//tests:cm_conformance_test's) and
+    # <device>/cm_conformance.xml in the guest.
+    def write_cm(self, sim_rxe_values, hw_rxe_values, guest=True):
+        self.cm_host = os.path.join(self.dir, "cm_host.xml")
+        write_xml(self.cm_host, [
+            case_xml("CmTest", "ConnectToNobody", "sim", values="client=REJECTED status=8"),
+            case_xml("CmTest", "ConnectToNobody", "sim_rxe", values=sim_rxe_values),
+            case_xml("CmTest", "ConnectToNobody", "sim_siw", errnos="ECONNREFUSED"),
+        ])
+        if guest:
+            write_xml(os.path.join(self.guest, "rxe0", "cm_conformance.xml"), [
+                case_xml("CmTest", "ConnectToNobody", "hw_rxe0", values=hw_rxe_values),
+            ])
+            write_xml(os.path.join(self.guest, "siw0", "cm_conformance.xml"), [
+                case_xml("CmTest", "ConnectToNobody", "hw_siw0", errnos="ECONNREFUSED"),
+            ])
+        with open(self.sources, "a") as f:
+            f.write("siw\tCmTest.ConnectToNobody\tsiw_cm.c\n")
+
+    def test_cm_cases_from_a_second_host_file_are_compared(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        self.write_cm("client=REJECTED status=8", "client=REJECTED status=8")
+        doc = os.path.join(self.dir, "fidelity.md")
+        rc, out = self.run_tool("--strict", "--host", self.cm_host, "--out", doc)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("sim:rxe vs hw:rxe0: 3 cases, 0 disagree", out)
+        with open(doc) as f:
+            text = f.read()
+        self.assertIn("| `CmTest.ConnectToNobody` | pass client=REJECTED status=8 | "
+                      "pass client=REJECTED status=8 | pass client=REJECTED status=8 | "
+                      "pass ECONNREFUSED | pass ECONNREFUSED | siw: siw_cm.c |", text)
+
+    def test_a_cm_disagreement_fails_strict(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        self.write_cm("client=REJECTED status=8", "client=REJECTED status=28")
+        rc, out = self.run_tool("--strict", "--host", self.cm_host)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("CmTest.ConnectToNobody: sim:rxe passed [client=REJECTED status=8] / "
+                      "hw:rxe0 passed [client=REJECTED status=28]", out)
+
+    def test_cm_cases_the_guest_did_not_run_fail_strict(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        self.write_cm("client=REJECTED status=8", "", guest=False)
+        rc, out = self.run_tool("--strict", "--host", self.cm_host)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("CmTest.ConnectToNobody: sim:rxe passed [client=REJECTED status=8] / "
+                      "hw:rxe0 not run", out)
+
+    def test_a_case_in_two_host_files_is_bad_input(self):
+        self.write("REM_OP_ERR", "REM_OP_ERR")
+        rc, out = self.run_tool("--host", self.host)
+        self.assertEqual(rc, 2)
+        self.assertIn("in another file too", out)
 
 
 if __name__ == "__main__":

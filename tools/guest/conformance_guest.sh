@@ -1,7 +1,9 @@
 #!/bin/bash
 # Runs inside the rdma_guest.sh guest (run_conformance.sh starts it): for
-# every provider spec, the hw provider's own test and the conformance suite,
-# with gtest XML and the full output under $VERBSIM_GUEST_OUT/<device>/.
+# every provider spec, the hw provider's own test, the conformance suite and
+# the CM conformance cases (tests/cm_conformance: the real librdmacm between
+# <device> and its pair, rxe0 <- rxe1, siw0 <- siw1), with gtest XML and the
+# full output under $VERBSIM_GUEST_OUT/<device>/.
 #
 #   conformance_guest.sh BAZEL_BIN SPEC...      e.g. ... hw:rxe0 hw:siw0
 #
@@ -68,7 +70,7 @@ for spec in "$@"; do
     filter+="${filter:+:}${pattern}"
     echo "conformance_guest: ${spec}: not run: ${pattern}: ${reason}"
   done <"${dir}/excluded.txt"
-  for test in hw/hw_test tests/conformance_test; do
+  for test in hw/hw_test tests/conformance_test tests/cm_conformance; do
     name="$(basename "${test}")"
     rm -f "${dir}/${name}.xml"
     start="$(date +%s)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the hw provider's tests (//hw:hw_test) and the conformance suite
-# (//tests:conformance_test) against real software RDMA devices, hw:rxe0
+# Runs the hw provider's tests (//hw:hw_test), the conformance suite
+# (//tests:conformance_test) and the CM conformance cases
+# (//tests:cm_conformance) against real software RDMA devices, hw:rxe0
 # (Soft-RoCE) and hw:siw0 (soft-iWARP), in one boot of the rdma_guest.sh
 # guest, and on each device the drop-in's C probes
 # (//dropin/tests:verb_checks_probe, :arg_checks_probe, :handle_checks_probe,
@@ -13,8 +14,8 @@
 #                    tests/conformance_test (default: `bazel info bazel-bin`,
 #                    run in the repository)
 #   RESULTS_DIR      host directory for the results (created):
-#                      <device>/hw_test.xml, <device>/conformance_test.xml
-#                      (gtest XML), <device>/*.log (full output),
+#                      <device>/hw_test.xml, <device>/conformance_test.xml,
+#                      <device>/cm_conformance.xml (gtest XML), <device>/*.log (full output),
 #                      <device>/ibv_devinfo.txt, <device>/probes.log
 #
 # Environment:
@@ -65,9 +66,9 @@ if [[ -z "${bin}" ]]; then
 fi
 [[ -d "${bin}" ]] || { echo "run_conformance: no directory ${bin}" >&2; exit 2; }
 bin="$(cd "${bin}" && pwd)"
-for test in hw/hw_test tests/conformance_test; do
+for test in hw/hw_test tests/conformance_test tests/cm_conformance; do
   if [[ ! -x "${bin}/${test}" ]]; then
-    echo "run_conformance: ${bin}/${test} is missing: build //hw:hw_test and //tests:conformance_test first" >&2
+    echo "run_conformance: ${bin}/${test} is missing: build //hw:hw_test, //tests:conformance_test and //tests:cm_conformance first" >&2
     exit 2
   fi
 done
@@ -101,7 +102,7 @@ for spec in "${specs[@]}"; do
   done < <(grep '^conformance_guest: ' "${log}")
 done
 for spec in "${specs[@]}"; do
-  for name in hw_test conformance_test; do
+  for name in hw_test conformance_test cm_conformance; do
     xml="${results}/${spec#hw:}/${name}.xml"
     [[ -s "${xml}" ]] || continue
     line="$(python3 - "${xml}" <<'EOF'
