@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "tools/difftest/program.h"
 #include "tools/difftest/runner.h"
+#include "tools/difftest/shrink.h"
 
 namespace verbsim::difftest {
 namespace {
@@ -90,43 +91,6 @@ bool Parse(int argc, char** argv, Args* args) {
   return true;
 }
 
-// The differences of `program` between the two providers; a provider that
-// fails to run it at all is a difference too.
-std::vector<std::string> Differences(const Program& program, const Args& args,
-                                     Trace* ta, Trace* tb, bool* broken) {
-  absl::StatusOr<Trace> a = RunProgram(program, args.a);
-  absl::StatusOr<Trace> b = RunProgram(program, args.b);
-  if (!a.ok() || !b.ok()) {
-    *broken = true;
-    return {absl::StrCat(args.a, ": ", a.status().ToString(), " | ", args.b,
-                         ": ", b.status().ToString())};
-  }
-  *ta = *a;
-  *tb = *b;
-  return Compare(*a, *b, args.a, args.b);
-}
-
-// Drops operations one at a time (never the set-up's last, the connect)
-// while the program still diverges.
-Program Shrink(Program program, const Args& args) {
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (size_t i = program.ops.size(); i-- > 0;) {
-      if (program.ops.size() <= 1) break;
-      Program smaller = program;
-      smaller.ops.erase(smaller.ops.begin() + static_cast<long>(i));
-      Trace ta, tb;
-      bool broken = false;
-      if (!Differences(smaller, args, &ta, &tb, &broken).empty() && !broken) {
-        program = smaller;
-        progress = true;
-      }
-    }
-  }
-  return program;
-}
-
 int Main(int argc, char** argv) {
   Args args;
   if (!Parse(argc, argv, &args)) return 2;
@@ -141,25 +105,28 @@ int Main(int argc, char** argv) {
     std::printf("trace on %s:\n%s", args.a.c_str(), Format(*t).c_str());
     return 0;
   }
+  const RunOptions options;
   const absl::Time start = absl::Now();
   int diverged = 0;
   uint64_t run = 0;
   for (uint64_t seed = args.first; seed < args.end; ++seed, ++run) {
     Program p = Generate(seed, args.ops);
-    Trace ta, tb;
-    bool broken = false;
-    std::vector<std::string> diff = Differences(p, args, &ta, &tb, &broken);
-    if (broken) {
+    Outcome o = RunBoth(p, args.a, args.b, options);
+    if (o.broken) {
       std::fprintf(stderr, "verbdiff: seed %llu: %s\n",
-                   static_cast<unsigned long long>(seed), diff[0].c_str());
+                   static_cast<unsigned long long>(seed),
+                   o.differences[0].c_str());
       return 2;
     }
-    if (diff.empty()) continue;
+    if (o.differences.empty()) continue;
     ++diverged;
     if (args.shrink) {
-      p = Shrink(p, args);
-      diff = Differences(p, args, &ta, &tb, &broken);
+      p = Shrink(p, args.a, args.b, options);
+      o = RunBoth(p, args.a, args.b, options);
     }
+    const std::vector<std::string>& diff = o.differences;
+    const Trace& ta = o.a;
+    const Trace& tb = o.b;
     std::printf("DIVERGES seed %llu (replay: verbdiff --a=%s --b=%s "
                 "--seeds=%llu:%llu --ops=%d)\n",
                 static_cast<unsigned long long>(seed), args.a.c_str(),
