@@ -14,6 +14,8 @@
 // The sim still stores every attribute: its own connection manager hands a
 // QP its peer through them, as siw's gets a socket.
 #include <cstdint>
+#include <deque>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "core/errors.h"
@@ -89,7 +91,12 @@ absl::Status ModifyIwarpQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   }
   // IDLE.
   if (to == S::kErr) {
+    // siw_qp_nextstate_from_idle flushes the receive queue only: WRs
+    // posted to the send ring in IDLE stay there, never completed.
+    std::deque<SendWqe> ring = std::move(qp.sq);
+    qp.sq.clear();
     EnterError(qp);
+    qp.sq = std::move(ring);
   } else if (to == S::kRts) {
     StartReceiving(qp);
     StartSending(qp);

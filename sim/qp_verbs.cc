@@ -507,20 +507,74 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
 
 }  // namespace
 
+namespace {
+
+// libsiw's siw_post_send on a QP whose send ring nobody consumes (IDLE
+// before the CM connected it, or ERROR): each WR takes a ring slot (ENOMEM
+// once none is free, checked before the WR itself), and the doorbell rings
+// only when the slot before the first new WR was free or the whole ring was
+// written. The kernel answers a doorbell out of RTS with ENOTCONN and one
+// in ERROR with 0 (siw_verbs.c siw_post_send), and that answer replaces a
+// WR's own error. The WRs stay in the ring, holding their slots, until the
+// QP reaches RTS or is flushed.
+absl::Status PostToIdleRing(QpCore& qp, absl::Span<const SendWr> wrs,
+                            absl::Span<const ResolvedWr> resolved,
+                            size_t* bad_index) {
+  static const ResolvedWr kNone;
+  const bool was_empty = qp.sq.empty();
+  size_t pushed = 0;
+  absl::Status failed;
+  for (size_t i = 0; i < wrs.size(); ++i) {
+    if (bad_index != nullptr) *bad_index = i;
+    if (qp.sq.size() >= qp.cap.max_send_wr) {
+      failed = Errno(ENOMEM, "qp %u: send ring full (%u WRs)", qp.qpn,
+                     qp.cap.max_send_wr);
+      break;
+    }
+    const ResolvedWr& r = i < resolved.size() ? resolved[i] : kNone;
+    failed = CheckSendWr(qp, wrs[i], r);
+    if (!failed.ok()) break;
+    SendWqe w = MakeWqe(qp, wrs[i], r);
+    w.seq = qp.next_wqe_seq++;
+    qp.sq.push_back(std::move(w));
+    ++pushed;
+  }
+  if (failed.ok() && bad_index != nullptr) *bad_index = wrs.size();
+  const bool doorbell =
+      pushed > 0 && (was_empty || pushed >= qp.cap.max_send_wr);
+  if (!doorbell) return failed;
+  if (qp.state == S::kErr) return absl::OkStatus();
+  return Errno(ENOTCONN,
+               "qp %u is in %s: the doorbell needs RTS (the WRs stay in the "
+               "send ring)",
+               qp.qpn, QpStateName(qp.state));
+}
+
+}  // namespace
+
 absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
                       absl::Span<const ResolvedWr> resolved,
                       size_t* bad_index) {
   static const ResolvedWr kNone;
   if (bad_index != nullptr) *bad_index = 0;
   if (qp.dead) return Errno(EINVAL, "qp %u is destroyed", qp.qpn);
+  const SimProfile& profile = qp.node->fabric->profile();
+  const bool before_rts =
+      qp.state == S::kReset || qp.state == S::kInit || qp.state == S::kRtr;
   // Posting to the send queue before RTS fails (rxe; the spec leaves RESET,
   // INIT and RTR to the implementation).
-  if (qp.state == S::kReset || qp.state == S::kInit || qp.state == S::kRtr) {
-    // siw_verbs.c siw_post_send: a QP out of RTS is "not connected".
-    return Errno(qp.node->fabric->profile().iwarp.takes_state_only ? ENOTCONN
-                                                                   : EINVAL,
-                 "qp %u is in %s: post_send needs RTS", qp.qpn,
+  if (before_rts && !profile.iwarp.takes_state_only) {
+    return Errno(EINVAL, "qp %u is in %s: post_send needs RTS", qp.qpn,
                  QpStateName(qp.state));
+  }
+  // libsiw writes every valid WR into its send ring before it rings the
+  // doorbell, which a QP out of RTS refuses (siw_verbs.c siw_post_send:
+  // ENOTCONN) and one in ERROR ignores: the WRs stay in the ring, holding
+  // their slots, until the QP reaches RTS or is flushed.
+  if (profile.iwarp.takes_state_only &&
+      (before_rts ||
+       (qp.state == S::kErr && !profile.flushes_send_posted_in_err))) {
+    return PostToIdleRing(qp, wrs, resolved, bad_index);
   }
   for (size_t i = 0; i < wrs.size(); ++i) {
     if (bad_index != nullptr) *bad_index = i;
@@ -538,8 +592,7 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       return s;
     }
     SendWqe w = MakeWqe(qp, wr, r);
-    if (qp.state == S::kErr &&
-        !qp.node->fabric->profile().flushes_send_posted_in_err) {
+    if (qp.state == S::kErr && !profile.flushes_send_posted_in_err) {
       continue;  // taken, never completed (SimProfile)
     }
     if (qp.state == S::kErr) {

@@ -31,7 +31,9 @@ struct RunOptions {
   // A poll waits this long without a new completion before it ends.
   absl::Duration quiet = absl::Milliseconds(10);
   // The last poll's quiet time.
-  absl::Duration final_quiet = absl::Milliseconds(60);
+  // Long enough for a device's retries to run out (timeout 12, retry_cnt
+  // 2 as the runner connects: about 70 ms on rxe).
+  absl::Duration final_quiet = absl::Milliseconds(300);
 };
 
 // Runs `program` on `spec`'s provider (its first two devices, or one twice).

@@ -3,13 +3,15 @@
 // still differs, with its seed and both traces.
 //
 //   verbdiff --a=SPEC --b=SPEC [--seeds=FIRST:END] [--ops=N] [--no-shrink]
-//            [--print=SEED]
+//            [--print=SEED] [--quiet-ms=MS] [--final-ms=MS]
 //
 //   --a, --b     provider specs, e.g. sim:rxe and hw:rxe0 (in the guest)
 //   --seeds      the programs' seeds, FIRST up to END (default 0:200)
 //   --ops        operations per program after the set-up (default 24)
 //   --no-shrink  report divergences as generated
 //   --print      print the program of SEED and its trace on --a, and exit
+//   --quiet-ms   a poll ends after this long without a completion (10)
+//   --final-ms   the same for the program's last poll (300)
 //
 // Prints one line per divergence and a summary: "verbdiff: sim:rxe vs
 // hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s". Exit status 0 when
@@ -36,6 +38,7 @@ struct Args {
   int ops = 24;
   bool shrink = true;
   int64_t print = -1;
+  RunOptions run;
 };
 
 bool Parse(int argc, char** argv, Args* args) {
@@ -76,6 +79,18 @@ bool Parse(int argc, char** argv, Args* args) {
       }
       continue;
     }
+    if (value("--quiet-ms", &v) || value("--final-ms", &v)) {
+      int ms = 0;
+      if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > 60000) {
+        std::fprintf(stderr, "verbdiff: %s is not 0..60000 ms\n",
+                     arg.c_str());
+        return false;
+      }
+      (arg.rfind("--quiet-ms", 0) == 0 ? args->run.quiet
+                                       : args->run.final_quiet) =
+          absl::Milliseconds(ms);
+      continue;
+    }
     if (arg == "--no-shrink") {
       args->shrink = false;
       continue;
@@ -97,7 +112,7 @@ int Main(int argc, char** argv) {
   if (args.print >= 0) {
     const Program p = Generate(static_cast<uint64_t>(args.print), args.ops);
     std::printf("%s", Describe(p).c_str());
-    absl::StatusOr<Trace> t = RunProgram(p, args.a);
+    absl::StatusOr<Trace> t = RunProgram(p, args.a, args.run);
     if (!t.ok()) {
       std::fprintf(stderr, "verbdiff: %s\n", t.status().ToString().c_str());
       return 2;
@@ -105,7 +120,7 @@ int Main(int argc, char** argv) {
     std::printf("trace on %s:\n%s", args.a.c_str(), Format(*t).c_str());
     return 0;
   }
-  const RunOptions options;
+  const RunOptions options = args.run;
   const absl::Time start = absl::Now();
   int diverged = 0;
   uint64_t run = 0;
