@@ -1,6 +1,7 @@
 // Completions and the completion queue: a send WQE's completion, pushing a
 // completion, notifying an armed CQ's channel, and overrun (ibv_poll_cq(3),
 // ibv_req_notify_cq(3), ibv_create_cq(3)).
+#include <algorithm>
 #include <vector>
 
 #include "sim/fabric.h"
@@ -62,7 +63,29 @@ void OverflowCq(CqState& cq) {
   cq.context->node->fabric->Wake();
 }
 
-void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
+void PushSendCompletion(QpCore& qp, const SendWqe& w, WcStatus status) {
+  PushCompletion(*qp.send_cq, SendCompletion(qp, w, status), false,
+                 SqRelease{qp.qpn, w.seq});
+}
+
+uint64_t SqSlotsHeld(const QpCore& qp) {
+  if (!qp.node->fabric->profile().sq_slots_held_until_polled) {
+    return qp.sq.size();
+  }
+  return qp.next_wqe_seq - 1 - qp.sq_freed_seq;
+}
+
+void ReleaseSqSlots(Node& node, const SqRelease& release) {
+  if (release.seq == 0) return;
+  // The QP may be gone (destroyed: nothing to free) or reset since (its
+  // slots were freed then, and sq_freed_seq is past this seq).
+  QpCore* qp = node.FindQp(release.qpn);
+  if (qp == nullptr) return;
+  qp->sq_freed_seq = std::max(qp->sq_freed_seq, release.seq);
+}
+
+void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
+                    SqRelease release) {
   Fabric* fabric = cq.context->node->fabric;
   if (cq.overflowed || cq.dead) return;
   if (static_cast<int>(cq.entries.size()) >= cq.cqe) {
@@ -79,6 +102,7 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
   r.wr_id = wc.wr_id;
   fabric->trace().Record(std::move(r));
   cq.entries.push_back(wc);
+  cq.releases.push_back(release);
   // Under the fabric's lock: one writer at a time.
   cq.ready.store(cq.ready.load(std::memory_order_relaxed) + 1,
                  std::memory_order_release);

@@ -264,6 +264,24 @@ struct SimProfile {
   bool refuses_recv_in_reset = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).
   bool flushes_recv_posted_in_err = true;
+  // When a send-queue slot is free again, which is when ibv_post_send
+  // stops answering ENOMEM (ibv_post_send(3) leaves it open: the queue
+  // holds max_send_wr "outstanding" WRs). true: a WR holds its slot after
+  // it completed on the wire until a completion of it or of a later WR of
+  // the same send queue, successful or not (a flush too), is polled from
+  // the CQ; RESET frees every slot. So a program that never signals, or
+  // never polls, gets ENOMEM once max_send_wr WRs were posted (mlx5:
+  // providers/mlx5/cq.c moves the SQ's tail past a WQE only when a CQE
+  // naming it or a later WQE is polled, and providers/mlx5/qp.c
+  // mlx5_post_send refuses with ENOMEM when mlx5_wq_overflow finds head -
+  // tail at max_post). false: the slot is free once the WR completes,
+  // polled or not (rxe: rxe_comp.c advances the send queue's consumer
+  // index as it completes each WQE, signaled or not; siw frees it earlier
+  // still, when the kernel takes the SQE to send it: siw_qp.c
+  // siw_activate_tx_from_sq clears the SQE's VALID flag, the one libsiw's
+  // siw_post_send (rdma-core providers/siw/siw.c) tests for a free slot).
+  // The strict choice is the ibta profile's.
+  bool sq_slots_held_until_polled = true;
   // a send posted to a QP in ERR is flushed at once (siw: accepted and
   // never completed: libsiw writes the ring, and siw_post_send for a user
   // QP in ERROR flushes only the WRs it is handed, none; seen in the guest).
