@@ -34,6 +34,7 @@ Expectations Hardware(Expectations e) {
   e.remote_qp_access = {WcStatus::kRemInvReqErr, WcStatus::kRemAccessErr,
                         WcStatus::kRemOpErr};
   e.rkey_of_other_pd = {WcStatus::kRemAccessErr, WcStatus::kRemOpErr};
+  e.zero_length_bad_rkey = {WcStatus::kSuccess, WcStatus::kRemAccessErr};
   return e;
 }
 

@@ -1,10 +1,11 @@
 // Where the conformance suite's expectations accept a set of statuses for
 // the ibta row because hardware is not pinned down (tests/expectations.h
-// remote_qp_access, rkey_of_other_pd), the sim still answers one status,
-// the same on every seed: the profile's field for a remote QP lacking the
-// access flag (SimProfile::qp_access_denied_status), and REM_ACCESS_ERR for
-// an rkey of another PD (an R_Key violation, IBA C9-88 and 10.6.3.2: the
-// region must belong to the responder QP's PD). docs/semantics.md section
+// remote_qp_access, rkey_of_other_pd, zero_length_bad_rkey), the sim still
+// answers one status, the same on every seed: the profile's field for a
+// remote QP lacking the access flag (SimProfile::qp_access_denied_status),
+// REM_ACCESS_ERR for an rkey of another PD (an R_Key violation: the region
+// must belong to the responder QP's PD), SUCCESS for a zero-byte write with
+// a bad rkey (IBA C9-88). docs/semantics.md section
 // 10 says which device families give which.
 #include <memory>
 #include <string>
@@ -57,11 +58,12 @@ std::unique_ptr<Pair> MakePair(const std::string& spec,
   return p;
 }
 
-// The status of one signaled 64-byte write to `addr` with `rkey`.
-WcStatus WriteStatus(Pair& p, uint64_t addr, uint32_t rkey) {
+// The status of one signaled write of `length` bytes to `addr` with `rkey`.
+WcStatus WriteStatus(Pair& p, uint64_t addr, uint32_t rkey,
+                     size_t length = 64) {
   Endpoint& c = *p.eps.client;
-  EXPECT_TRUE(c.PostWrite(1, p.cbuf.data(), 64, p.cmr.get(), kSendSignaled,
-                          addr, rkey)
+  EXPECT_TRUE(c.PostWrite(1, p.cbuf.data(), length, p.cmr.get(),
+                          kSendSignaled, addr, rkey)
                   .ok());
   auto wc = c.GetSendComp(absl::Seconds(5));
   EXPECT_TRUE(wc.ok()) << wc.status();
@@ -105,6 +107,22 @@ TEST(StableStatus, RkeyOfAnotherPdIsRemAccessErrOnEverySeed) {
       EXPECT_EQ(got, WcStatus::kRemAccessErr)
           << spec << ": " << WcStatusName(got);
       EXPECT_EQ(target, std::vector<char>(4096, 0)) << spec;
+    }
+  }
+}
+
+// A zero-byte access needs no valid rkey (IBA C9-88).
+TEST(StableStatus, ZeroLengthWriteWithABadRkeySucceedsOnEverySeed) {
+  for (const std::string& profile : {std::string("ibta"), std::string("rxe")}) {
+    for (int seed = 1; seed <= kSeeds; ++seed) {
+      const std::string spec = absl::StrCat("sim:", profile, ",seed=", seed);
+      std::unique_ptr<Pair> p = MakePair(
+          spec, kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+      ASSERT_NE(p, nullptr) << spec;
+      const WcStatus got =
+          WriteStatus(*p, reinterpret_cast<uint64_t>(p->sbuf.data()),
+                      p->smr->rkey() ^ 0x5a5a00, /*length=*/0);
+      EXPECT_EQ(got, WcStatus::kSuccess) << spec << ": " << WcStatusName(got);
     }
   }
 }
