@@ -92,6 +92,24 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
     OverflowCq(cq);
     return;
   }
+  // The opcode is not valid on an error completion (ibv_poll_cq(3)): what
+  // the profile reports there (ErrorCompletionOpcode).
+  WorkCompletion entry = wc;
+  if (wc.status != WcStatus::kSuccess) {
+    switch (fabric->profile().error_completion_opcode) {
+      case ErrorCompletionOpcode::kOtherQueues:
+        entry.opcode = wc.opcode == WcOpcode::kRecv ||
+                               wc.opcode == WcOpcode::kRecvRdmaWithImm
+                           ? WcOpcode::kSend
+                           : WcOpcode::kRecv;
+        break;
+      case ErrorCompletionOpcode::kZero:
+        entry.opcode = WcOpcode::kSend;
+        break;
+      case ErrorCompletionOpcode::kTheWrs:
+        break;
+    }
+  }
   TraceRecord r;
   r.time_ns = fabric->now_ns();
   r.kind = TraceKind::kComplete;
@@ -101,7 +119,7 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
   r.length = wc.byte_len;
   r.wr_id = wc.wr_id;
   fabric->trace().Record(std::move(r));
-  cq.entries.push_back(wc);
+  cq.entries.push_back(entry);
   cq.releases.push_back(release);
   // Under the fabric's lock: one writer at a time.
   cq.ready.store(cq.ready.load(std::memory_order_relaxed) + 1,

@@ -213,6 +213,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.flushes_recv_posted_in_err = false;
     // rxe_comp.c frees a WQE's slot as it completes it.
     p.sq_slots_held_until_polled = false;
+    p.error_completion_opcode = ErrorCompletionOpcode::kZero;
     p.unused_sgid_errno = ENODATA;
     // Kernel 6.1 rxe_pool.c __rxe_add_to_pool: a full pool is EINVAL for
     // the PDs, CQs, QPs, SRQs, windows and address handles rxe_verbs.c and
@@ -310,6 +311,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.flushes_send_posted_in_err = false;
     // siw_qp.c siw_activate_tx_from_sq frees the SQE as it takes it.
     p.sq_slots_held_until_polled = false;
+    p.error_completion_opcode = ErrorCompletionOpcode::kTheWrs;
     p.iwarp.rts_needs_cm = true;
     p.iwarp.query_reports_qp_attrs = false;
     p.iwarp.completes_on_transmit = true;

@@ -113,6 +113,10 @@ struct Expectations {
   // other hardware may answer REM_OP_ERR (rdma-unit-test expects it for an
   // MR moved to another PD by rereg).
   StatusSet rkey_of_other_pd = {WcStatus::kRemAccessErr};
+  // An error completion's opcode is its WR's (siw); kNo: it is not, as
+  // ibv_poll_cq(3) allows (mlx5 leaves it unwritten, rxe 6.1 says 0, the
+  // ibta profile says the other queue's opcode).
+  Known error_completion_has_wr_opcode = Known::kNo;
   // Send with invalidate naming a bad rkey: the sender's status, and the
   // receiver's (an empty set: not specified, not checked).
   StatusSet send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr};
