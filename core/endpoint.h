@@ -111,6 +111,14 @@ class Endpoint {
                           uint32_t remote_qpn);
   // Any work request (write/send with immediate, atomics, send with
   // invalidate, local invalidate ...): ibv_post_send(3) of one WR.
+  //
+  // A WR posted without kSendSignaled (and without sq_sig_all) gives no
+  // completion, and on mlx5 and the sim's ibta profile it keeps its
+  // send-queue slot after it completed, until a completion of a later WR
+  // of this QP is polled (GetSendComp or Cq::Poll of send_cq()): a program
+  // that never signals gets ENOMEM once attr().cap.max_send_wr WRs were
+  // posted. Signal one WR in every few and poll its completion
+  // (docs/semantics.md section 10).
   absl::Status Post(const SendWr& wr);
 
   // rdma_get_send_comp(3) / rdma_get_recv_comp(3): poll, arm, poll, wait on

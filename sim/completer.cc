@@ -369,14 +369,13 @@ void CompleterRun(QpCore& qp) {
     if (qp.req_next > 0) --qp.req_next;
     if (w.holds_rd_atomic) --qp.rd_atomic_in_flight;
     if (w.status != WcStatus::kSuccess) {
-      PushCompletion(*qp.send_cq, SendCompletion(qp, w, w.status), false);
+      PushSendCompletion(qp, w, w.status);
       TerminateConnection(qp);
       EnterError(qp);
       return;
     }
     if (w.signaled) {
-      PushCompletion(*qp.send_cq, SendCompletion(qp, w, WcStatus::kSuccess),
-                     false);
+      PushSendCompletion(qp, w, WcStatus::kSuccess);
     }
     completed = true;
   }

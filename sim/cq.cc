@@ -1,6 +1,7 @@
 // Completions and the completion queue: a send WQE's completion, pushing a
 // completion, notifying an armed CQ's channel, and overrun (ibv_poll_cq(3),
 // ibv_req_notify_cq(3), ibv_create_cq(3)).
+#include <algorithm>
 #include <vector>
 
 #include "sim/fabric.h"
@@ -62,12 +63,52 @@ void OverflowCq(CqState& cq) {
   cq.context->node->fabric->Wake();
 }
 
-void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
+void PushSendCompletion(QpCore& qp, const SendWqe& w, WcStatus status) {
+  PushCompletion(*qp.send_cq, SendCompletion(qp, w, status), false,
+                 SqRelease{qp.qpn, w.seq});
+}
+
+uint64_t SqSlotsHeld(const QpCore& qp) {
+  if (!qp.node->fabric->profile().sq_slots_held_until_polled) {
+    return qp.sq.size();
+  }
+  return qp.next_wqe_seq - 1 - qp.sq_freed_seq;
+}
+
+void ReleaseSqSlots(Node& node, const SqRelease& release) {
+  if (release.seq == 0) return;
+  // The QP may be gone (destroyed: nothing to free) or reset since (its
+  // slots were freed then, and sq_freed_seq is past this seq).
+  QpCore* qp = node.FindQp(release.qpn);
+  if (qp == nullptr) return;
+  qp->sq_freed_seq = std::max(qp->sq_freed_seq, release.seq);
+}
+
+void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
+                    SqRelease release) {
   Fabric* fabric = cq.context->node->fabric;
   if (cq.overflowed || cq.dead) return;
   if (static_cast<int>(cq.entries.size()) >= cq.cqe) {
     OverflowCq(cq);
     return;
+  }
+  // The opcode is not valid on an error completion (ibv_poll_cq(3)): what
+  // the profile reports there (ErrorCompletionOpcode).
+  WorkCompletion entry = wc;
+  if (wc.status != WcStatus::kSuccess) {
+    switch (fabric->profile().error_completion_opcode) {
+      case ErrorCompletionOpcode::kOtherQueues:
+        entry.opcode = wc.opcode == WcOpcode::kRecv ||
+                               wc.opcode == WcOpcode::kRecvRdmaWithImm
+                           ? WcOpcode::kSend
+                           : WcOpcode::kRecv;
+        break;
+      case ErrorCompletionOpcode::kZero:
+        entry.opcode = WcOpcode::kSend;
+        break;
+      case ErrorCompletionOpcode::kTheWrs:
+        break;
+    }
   }
   TraceRecord r;
   r.time_ns = fabric->now_ns();
@@ -78,7 +119,8 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited) {
   r.length = wc.byte_len;
   r.wr_id = wc.wr_id;
   fabric->trace().Record(std::move(r));
-  cq.entries.push_back(wc);
+  cq.entries.push_back(entry);
+  cq.releases.push_back(release);
   // Under the fabric's lock: one writer at a time.
   cq.ready.store(cq.ready.load(std::memory_order_relaxed) + 1,
                  std::memory_order_release);

@@ -93,6 +93,10 @@ class SimCq : public Cq {
     while (n < static_cast<int>(wcs.size()) && !st_->entries.empty()) {
       wcs[n++] = st_->entries.front();
       st_->entries.pop_front();
+      // A send queue's completion, polled, frees its WR's slot and those
+      // of the WRs before it (SimProfile::sq_slots_held_until_polled).
+      ReleaseSqSlots(*st_->context->node, st_->releases.front());
+      st_->releases.pop_front();
     }
     if (n > 0) {
       st_->ready.store(st_->ready.load(std::memory_order_relaxed) - n,

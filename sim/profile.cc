@@ -211,6 +211,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.delivers_multicast = false;
     p.cq_overflow_errors_qps = false;
     p.flushes_recv_posted_in_err = false;
+    // rxe_comp.c frees a WQE's slot as it completes it.
+    p.sq_slots_held_until_polled = false;
+    p.error_completion_opcode = ErrorCompletionOpcode::kZero;
     p.unused_sgid_errno = ENODATA;
     // Kernel 6.1 rxe_pool.c __rxe_add_to_pool: a full pool is EINVAL for
     // the PDs, CQs, QPs, SRQs, windows and address handles rxe_verbs.c and
@@ -313,6 +316,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // enters ERR (siw_qp.c has no such event).
     p.raises_last_wqe_reached = false;
     p.cq_solicited_events = false;
+    // siw_qp.c siw_activate_tx_from_sq frees the SQE as it takes it.
+    p.sq_slots_held_until_polled = false;
+    p.error_completion_opcode = ErrorCompletionOpcode::kTheWrs;
     p.iwarp.rts_needs_cm = true;
     p.iwarp.takes_state_only = true;
     p.iwarp.query_reports_qp_attrs = false;

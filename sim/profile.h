@@ -146,6 +146,25 @@ enum class ZeroLengthMr {
   kIfInsideAPage,
 };
 
+// The opcode an error completion reports. ibv_poll_cq(3): when the status
+// is not SUCCESS only wr_id, status, qp_num and vendor_err are valid, so
+// portable code never reads the opcode of an error completion.
+enum class ErrorCompletionOpcode {
+  // One of the other queue: RECV for a send WR, SEND for a receive, so that
+  // code that dispatches an error completion on its opcode misroutes. The
+  // ibta profile's: mlx5 writes no opcode for an error CQE (providers/mlx5/
+  // cq.c, MLX5_CQE_REQ_ERR / MLX5_CQE_RESP_ERR: the caller's ibv_wc keeps
+  // what it held).
+  kOtherQueues,
+  // 0, IBV_WC_SEND, whatever the WR (kernel 6.1 rxe_comp.c make_send_cqe
+  // and rxe_resp.c do_complete clear the CQE and fill the opcode only on
+  // success; read_error_opcode=0 recv_error_opcode=0 on rxe0).
+  kZero,
+  // The WR's (siw_qp.c siw_sqe_complete and siw_rqe_complete keep it,
+  // rdma-core providers/siw/siw.c copy_cqe copies it).
+  kTheWrs,
+};
+
 // The errno of a create that would pass one of the device's limits on how
 // many objects of a kind it holds at once (DeviceAttr max_pd, max_cq,
 // max_qp, max_srq, max_mr, max_mw, max_ah; for ibv_attach_mcast
@@ -274,6 +293,27 @@ struct SimProfile {
   bool refuses_recv_in_reset = true;
   // a receive posted to a QP in ERR is flushed at once (rxe: never).
   bool flushes_recv_posted_in_err = true;
+  // The opcode an error completion reports (ErrorCompletionOpcode).
+  ErrorCompletionOpcode error_completion_opcode =
+      ErrorCompletionOpcode::kOtherQueues;
+  // When a send-queue slot is free again, which is when ibv_post_send
+  // stops answering ENOMEM (ibv_post_send(3) leaves it open: the queue
+  // holds max_send_wr "outstanding" WRs). true: a WR holds its slot after
+  // it completed on the wire until a completion of it or of a later WR of
+  // the same send queue, successful or not (a flush too), is polled from
+  // the CQ; RESET frees every slot. So a program that never signals, or
+  // never polls, gets ENOMEM once max_send_wr WRs were posted (mlx5:
+  // providers/mlx5/cq.c moves the SQ's tail past a WQE only when a CQE
+  // naming it or a later WQE is polled, and providers/mlx5/qp.c
+  // mlx5_post_send refuses with ENOMEM when mlx5_wq_overflow finds head -
+  // tail at max_post). false: the slot is free once the WR completes,
+  // polled or not (rxe: rxe_comp.c advances the send queue's consumer
+  // index as it completes each WQE, signaled or not; siw frees it earlier
+  // still, when the kernel takes the SQE to send it: siw_qp.c
+  // siw_activate_tx_from_sq clears the SQE's VALID flag, the one libsiw's
+  // siw_post_send (rdma-core providers/siw/siw.c) tests for a free slot).
+  // The strict choice is the ibta profile's.
+  bool sq_slots_held_until_polled = true;
   // a send posted to a QP in ERR is flushed at once (siw: accepted and
   // never completed: libsiw writes the ring, and siw_post_send for a user
   // QP in ERROR flushes only the WRs it is handed, none; seen in the guest).

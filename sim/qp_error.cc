@@ -58,7 +58,7 @@ void EnterError(QpCore& qp) {
                        w.status != WcStatus::kSuccess)
                           ? w.status
                           : WcStatus::kWrFlushErr;
-    PushCompletion(*qp.send_cq, SendCompletion(qp, w, status), false);
+    PushSendCompletion(qp, w, status);
   }
   // Receive queue: a receive being filled first, then the posted ones.
   std::deque<RecvWqe> rq = std::move(qp.rq);
@@ -88,6 +88,8 @@ void ResetQueues(QpCore& qp) {
   DropPendingAck(qp);
   qp.sq.clear();
   qp.rq.clear();
+  // RESET empties the send queue: every slot is free again, held or not.
+  qp.sq_freed_seq = qp.next_wqe_seq - 1;
   qp.req_next = 0;
   qp.rd_atomic_in_flight = 0;
   qp.req_halted = false;

@@ -581,9 +581,19 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
     const SendWr& wr = wrs[i];
     const ResolvedWr& r = i < resolved.size() ? resolved[i] : kNone;
     absl::Status s = CheckSendWr(qp, wr, r);
-    if (s.ok() && qp.sq.size() >= qp.cap.max_send_wr) {
-      s = Errno(ENOMEM, "qp %u: send queue full (%u WRs)", qp.qpn,
-                qp.cap.max_send_wr);
+    if (s.ok() && SqSlotsHeld(qp) >= qp.cap.max_send_wr) {
+      // Where a completed WR keeps its slot until a completion of its send
+      // queue is polled (SimProfile::sq_slots_held_until_polled; mlx5
+      // providers/mlx5/qp.c mlx5_wq_overflow), say how many are waiting.
+      const uint64_t waiting = SqSlotsHeld(qp) - qp.sq.size();
+      s = waiting == 0
+              ? Errno(ENOMEM, "qp %u: send queue full (%u WRs)", qp.qpn,
+                      qp.cap.max_send_wr)
+              : Errno(ENOMEM,
+                      "qp %u: send queue full (%u WRs; %u of them completed "
+                      "but hold their slots until a completion of this "
+                      "send queue is polled)",
+                      qp.qpn, qp.cap.max_send_wr, waiting);
     }
     if (!s.ok()) {
       // The WRs before the bad one are posted and go out (ibv_post_send(3):
@@ -592,20 +602,18 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       return s;
     }
     SendWqe w = MakeWqe(qp, wr, r);
+    // Every WR takes a post number, the one posted in ERR too: its slot
+    // is held until its flush completion is polled where the profile holds
+    // slots so.
+    w.seq = qp.next_wqe_seq++;
     if (qp.state == S::kErr && !profile.flushes_send_posted_in_err) {
       continue;  // taken, never completed (SimProfile)
     }
     if (qp.state == S::kErr) {
       // Posted in ERR: completes at once, flushed.
-      WorkCompletion wc;
-      wc.wr_id = w.wr_id;
-      wc.status = WcStatus::kWrFlushErr;
-      wc.opcode = WcOpcodeFor(w.opcode);
-      wc.qp_num = qp.qpn;
-      PushCompletion(*qp.send_cq, wc, false);
+      PushSendCompletion(qp, w, WcStatus::kWrFlushErr);
       continue;
     }
-    w.seq = qp.next_wqe_seq++;
     qp.sq.push_back(std::move(w));
   }
   if (bad_index != nullptr) *bad_index = wrs.size();

@@ -82,6 +82,15 @@ struct QpOrder {
   bool operator()(const QpCore* a, const QpCore* b) const;
 };
 
+// What polling a send queue's completion frees where the profile holds a
+// slot until then (SimProfile::sq_slots_held_until_polled): the slots of
+// QP `qpn`'s WRs up to post number `seq`, the completed WR's and every
+// earlier one's. seq 0: a receive's completion, which frees none.
+struct SqRelease {
+  uint32_t qpn = 0;
+  uint64_t seq = 0;
+};
+
 struct ChannelState {
   std::shared_ptr<ContextState> context;
   // Events not yet returned by GetEvent, in order.
@@ -96,6 +105,8 @@ struct CqState : std::enable_shared_from_this<CqState> {
   uint32_t id = 0;
   int cqe = 0;
   std::deque<WorkCompletion> entries;
+  // Beside each entry: the send-queue slots polling it frees (SqRelease).
+  std::deque<SqRelease> releases;
   // entries.size(), kept beside it for a poll that reads it without the
   // fabric's lock (SimCq::Poll with a progress thread).
   std::atomic<size_t> ready{0};
@@ -228,6 +239,10 @@ struct QpCore {
   // Send queue: WQEs not yet completed, in post order.
   std::deque<SendWqe> sq;
   uint64_t next_wqe_seq = 1;
+  // The WRs posted up to this post number hold no send-queue slot any more
+  // (SimProfile::sq_slots_held_until_polled: a polled completion of the
+  // queue, or RESET, frees them). Slots held: next_wqe_seq - 1 - this.
+  uint64_t sq_freed_seq = 0;
   // Requester: index in sq of the next WQE to (re)transmit; next PSN.
   size_t req_next = 0;
   uint32_t req_psn = 0;

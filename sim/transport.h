@@ -142,8 +142,20 @@ WcOpcode WcOpcodeFor(WrOpcode op);
 WorkCompletion SendCompletion(const QpCore& qp, const SendWqe& w,
                               WcStatus status);
 // Pushes a completion; handles overflow (CQ_ERR, QPs to ERR) and channel
-// notification.
-void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited);
+// notification. `release`: the send-queue slots polling it frees (a send
+// WR's completion; a receive's frees none).
+void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
+                    SqRelease release = SqRelease());
+// A send WR's completion: SendCompletion pushed to the QP's send CQ with
+// the release of `w`'s slot (and of every earlier WR's).
+void PushSendCompletion(QpCore& qp, const SendWqe& w, WcStatus status);
+// The send-queue slots `qp` holds: WRs posted and not yet completed, and,
+// where the profile holds a slot until a completion is polled
+// (SimProfile::sq_slots_held_until_polled), WRs completed whose slot no
+// polled completion freed yet.
+uint64_t SqSlotsHeld(const QpCore& qp);
+// Polling a completion that carries `release` frees its slots.
+void ReleaseSqSlots(Node& node, const SqRelease& release);
 // The CQ overruns: in error from now on, CQ_ERR raised, its QPs to ERR.
 void OverflowCq(CqState& cq);
 

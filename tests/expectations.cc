@@ -27,6 +27,15 @@ Expectations Hardware(Expectations e) {
   e.rejected_access_bits = ~kVendorAccessBits;
   e.supported_extra_access = kAccessMwBind;
   e.refused_extra_access = 0;  // ODP and zero-based MRs vary by device
+  // mlx5 holds a slot until a completion is polled; not every device does.
+  e.sq_slots_held_until_polled = Known::kUnknown;
+  // Which remote error a device reports here is not pinned down
+  // (docs/semantics.md section 10).
+  e.remote_qp_access = {WcStatus::kRemInvReqErr, WcStatus::kRemAccessErr,
+                        WcStatus::kRemOpErr};
+  e.rkey_of_other_pd = {WcStatus::kRemAccessErr, WcStatus::kRemOpErr};
+  e.error_completion_has_wr_opcode = Known::kUnknown;
+  e.zero_length_bad_rkey = {WcStatus::kSuccess, WcStatus::kRemAccessErr};
   return e;
 }
 
@@ -91,6 +100,10 @@ Expectations Rxe() {
   e.delivers_multicast = false;
   e.cq_overflow_errors_qps = false;
   e.flushes_recv_posted_in_err = false;
+  e.sq_slots_held_until_polled = Known::kNo;  // rxe_comp.c
+  // Kernel 6.1 rxe fills the opcode only on success: an error completion
+  // says 0 (IBV_WC_SEND) whatever its WR.
+  e.error_completion_has_wr_opcode = Known::kNo;
   e.unused_sgid_errno = ENODATA;
   // rxe_qp.c rxe_qp_chk_attr.
   e.modify_unchecked_attrs = kQpPkeyIndex | kQpAccessFlags | kQpMinRnrTimer |
@@ -135,6 +148,8 @@ Expectations Siw() {
   e.library_sge_limit = 6;
   e.recv_may_have_no_sge = false;
   e.sq_full_at_depth = false;
+  e.sq_slots_held_until_polled = Known::kNo;  // siw_activate_tx_from_sq
+  e.error_completion_has_wr_opcode = Known::kYes;  // copy_cqe
   e.solicited_only_events = false;
   e.next_arming_survives_solicited = false;
   e.resizes_cq = false;

@@ -65,9 +65,10 @@ struct Expectations {
   // --- Completion statuses (docs/semantics.md section 2) -------------------------
   // Requester of a write/read/atomic with a bad rkey.
   StatusSet bad_rkey = {WcStatus::kRemAccessErr};
-  // Requester of a zero-length read/write with a bad rkey.
-  StatusSet zero_length_bad_rkey = {WcStatus::kSuccess,
-                                    WcStatus::kRemAccessErr};
+  // Requester of a zero-length read/write with a bad rkey: SUCCESS, a
+  // zero-byte access needs no valid rkey (IBA C9-88), on the sim and rxe;
+  // other hardware: not pinned down (rdma-unit-test allows either).
+  StatusSet zero_length_bad_rkey = {WcStatus::kSuccess};
   // Requester whose local SGE has a bad lkey, lies outside its MR or uses an
   // MR of another PD.
   StatusSet bad_lkey = {WcStatus::kLocProtErr};
@@ -98,19 +99,24 @@ struct Expectations {
   // An IBV_SEND_INLINE RDMA READ: refused at post (empty), or posted and
   // completed with this status (rxe: LOC_PROT_ERR).
   StatusSet inline_read = {};
-  // Remote QP lacks the REMOTE_* access flag of the opcode: "error (remote)"
-  // on hardware, REM_INV_REQ_ERR on rxe.
-  StatusSet remote_qp_access = {WcStatus::kRemInvReqErr,
-                                WcStatus::kRemAccessErr,
-                                WcStatus::kRemOpErr};
+  // Remote QP lacks the REMOTE_* access flag of the opcode: the sim's ibta
+  // profile answers REM_INV_REQ_ERR on every seed (the QP does not support
+  // the operation: an invalid request, as rxe); other hardware answers "a
+  // remote error", which one not pinned down (docs/semantics.md section 10).
+  StatusSet remote_qp_access = {WcStatus::kRemInvReqErr};
   // Remote MR lacks REMOTE_WRITE / REMOTE_READ / REMOTE_ATOMIC.
   StatusSet remote_mr_access = {WcStatus::kRemAccessErr};
   // RDMA read into a local MR without LOCAL_WRITE.
   StatusSet read_into_readonly_mr = {WcStatus::kLocProtErr};
-  // An rkey of an MR registered in another PD than the responder QP's.
-  // (rdma-unit-test expects REM_OP_ERR for an MR moved to another PD by
-  // rereg; rxe's PD check is an rkey violation.)
-  StatusSet rkey_of_other_pd = {WcStatus::kRemAccessErr, WcStatus::kRemOpErr};
+  // An rkey of an MR registered in another PD than the responder QP's: an
+  // R_Key violation, REM_ACCESS_ERR, on the sim and rxe on every seed;
+  // other hardware may answer REM_OP_ERR (rdma-unit-test expects it for an
+  // MR moved to another PD by rereg).
+  StatusSet rkey_of_other_pd = {WcStatus::kRemAccessErr};
+  // An error completion's opcode is its WR's (siw); kNo: it is not, as
+  // ibv_poll_cq(3) allows (mlx5 leaves it unwritten, rxe 6.1 says 0, the
+  // ibta profile says the other queue's opcode).
+  Known error_completion_has_wr_opcode = Known::kNo;
   // Send with invalidate naming a bad rkey: the sender's status, and the
   // receiver's (an empty set: not specified, not checked).
   StatusSet send_inv_bad_rkey_sender = {WcStatus::kRemAccessErr};
@@ -238,6 +244,13 @@ struct Expectations {
   // Posting past the QP's send queue depth is ENOMEM (libsiw: only when the
   // kernel has not taken the ring's slots yet, a race).
   bool sq_full_at_depth = true;
+  // A send WR that completed on the wire keeps its send-queue slot until a
+  // completion of it or of a later WR of its send queue is polled, so
+  // unsignaled WRs never followed by a polled completion fill the queue
+  // (mlx5 and the ibta profile: sim/profile.h sq_slots_held_until_polled);
+  // kNo: the slot is free once the WR completed (rxe) or was taken by the
+  // kernel (siw). Other hardware: not pinned down.
+  Known sq_slots_held_until_polled = Known::kYes;
   // A CQ armed for solicited completions fires for a solicited message
   // (siw_qp.c siw_rqe_complete passes no solicited flag: never).
   bool solicited_only_events = true;

@@ -406,8 +406,18 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
       ASSERT_TRUE(rc.ok()) << rc.status();
       ASSERT_EQ(rc->status, WcStatus::kSuccess);
       ASSERT_TRUE(s.ep->PostRecv(0, s.buf.data(), 64, s.mr.get()).ok());
-      ASSERT_TRUE(s.ep->PostSend(1, s.buf.data() + 128, 64, s.mr.get(), 0)
+      // Every 16th send signaled and its completion polled: on the ibta
+      // profile an unsignaled send keeps its slot until a later
+      // completion of the send queue is polled (as on mlx5).
+      const bool signal = i % 16 == 15;
+      ASSERT_TRUE(s.ep->PostSend(1, s.buf.data() + 128, 64, s.mr.get(),
+                                 signal ? kSendSignaled : 0)
                       .ok());
+      if (signal) {
+        auto sc = s.ep->GetSendComp(kComp);
+        ASSERT_TRUE(sc.ok()) << sc.status();
+        ASSERT_EQ(sc->status, WcStatus::kSuccess);
+      }
     }
     ASSERT_TRUE(ch.Expect(kDone));
   };
@@ -421,8 +431,15 @@ TEST(UdpTwoProcess, PingPongAndWriteRateFigures) {
     absl::Time t0 = absl::Now();
     for (int i = 0; i < kRounds; ++i) {
       ASSERT_TRUE(c.ep->PostRecv(0, c.buf.data(), 64, c.mr.get()).ok());
-      ASSERT_TRUE(c.ep->PostSend(1, c.buf.data() + 128, 64, c.mr.get(), 0)
+      const bool signal = i % 16 == 15;  // as the server's sends
+      ASSERT_TRUE(c.ep->PostSend(1, c.buf.data() + 128, 64, c.mr.get(),
+                                 signal ? kSendSignaled : 0)
                       .ok());
+      if (signal) {
+        auto sc = c.ep->GetSendComp(kComp);
+        ASSERT_TRUE(sc.ok()) << sc.status();
+        ASSERT_EQ(sc->status, WcStatus::kSuccess);
+      }
       auto rc = c.ep->GetRecvComp(kComp);
       ASSERT_TRUE(rc.ok()) << rc.status();
       ASSERT_EQ(rc->status, WcStatus::kSuccess);

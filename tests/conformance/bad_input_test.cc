@@ -6,6 +6,8 @@
 #include <ostream>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/endpoint.h"
 #include "core/errors.h"
 #include "core/names.h"
@@ -15,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/fixture.h"
 #include "tests/matchers.h"
+#include "tests/observed.h"
 
 namespace verbsim {
 namespace testing {
@@ -403,6 +406,99 @@ TEST_P(BadWrTest, SendQueueFullIsEnomem) {
 }
 
 INSTANTIATE_PROVIDER_TEST_SUITE_P(BadWrTest);
+
+// --- When a send-queue slot is free again -----------------------------------
+
+class SendQueueSlotTest : public ProviderTest {
+ protected:
+  // Waits until the first `bytes` bytes of the server's buffer equal the
+  // client's (the writes landed), polling the server's receive CQ, which
+  // must stay empty, so that the sim progresses meanwhile; then watches it
+  // for kQuiet more, time for the ACKs to reach the client.
+  void AwaitWritesLanded(const RcPair& p, size_t bytes) {
+    const absl::Time deadline = absl::Now() + kTimeout;
+    while (p.sbuf.Bytes(0, bytes) != p.cbuf.Bytes(0, bytes)) {
+      ASSERT_LT(absl::Now(), deadline) << "the writes never landed";
+      WorkCompletion wc;
+      ASSERT_OK_AND_ASSIGN(int n, p.server().recv_cq()->Poll({&wc, 1}));
+      ASSERT_EQ(n, 0) << "the server's receive CQ got wr_id " << wc.wr_id
+                      << " status " << WcStatusName(wc.status);
+    }
+    EXPECT_THAT(Drain(p.server().recv_cq()), ::testing::IsEmpty());
+  }
+};
+
+// ibv_post_send(3) gives a send queue max_send_wr outstanding WRs and leaves
+// open when a completed unsignaled WR stops counting. mlx5 frees its slot
+// only when a completion of it or of a later WR of the queue is polled
+// (providers/mlx5/cq.c moves the SQ's tail; providers/mlx5/qp.c
+// mlx5_wq_overflow), and so does the ibta profile; rxe frees it as the WR
+// completes (rxe_comp.c), siw as the kernel takes it (siw_qp.c
+// siw_activate_tx_from_sq). Here every WR has completed on the wire and no
+// completion was polled: the next post is ENOMEM where slots are held, and
+// polling the one signaled WR's completion frees every slot before it.
+TEST_P(SendQueueSlotTest, CompletedUnsignaledWrsHoldSlotsUntilAPoll) {
+  EndpointAttr attr = DefaultAttr();
+  attr.cap.max_send_wr = 8;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair(64 * 1024, attr));
+  ASSERT_OK_AND_ASSIGN(QpAttr qattr, p->client().qp()->Query());
+  const uint32_t depth = qattr.cap.max_send_wr;
+  ASSERT_GE(depth, 8u);
+  NoteValue("max_send_wr", depth);
+  p->cbuf.FillPattern(7, 0, 8 * (depth + 1));
+  auto write = [&](uint32_t i, uint32_t flags) {
+    const Sge sge = SgeOf(*p->cmr, 8 * i, 8);
+    SendWr wr = MakeWr(WrOpcode::kRdmaWrite, i, {&sge, 1}, flags);
+    wr.rdma.remote_addr = p->sbuf.addr(8 * i);
+    wr.rdma.rkey = p->smr->rkey();
+    return p->client().qp()->PostSend(wr);
+  };
+  // depth - 1 unsignaled writes, then a signaled one: the queue is full,
+  // every WR completes on the wire, and only the last gives a completion.
+  for (uint32_t i = 0; i + 1 < depth; ++i) ASSERT_OK(write(i, 0));
+  AwaitWritesLanded(*p, 8 * (depth - 1));
+  if (HasFatalFailure()) return;
+  ASSERT_OK(write(depth - 1, kSendSignaled));
+  AwaitWritesLanded(*p, 8 * depth);
+  if (HasFatalFailure()) return;
+
+  // One more WR (it would write the bytes after the rest).
+  const absl::Status extra = write(depth, 0);
+  const bool held = ErrnoOf(extra) == ENOMEM;
+  NoteValue("enomem_before_poll", held ? 1 : 0);
+  switch (expect().sq_slots_held_until_polled) {
+    case Known::kYes:
+      EXPECT_THAT(extra, HasErrno(ENOMEM));
+      break;
+    case Known::kNo:
+      EXPECT_OK(extra);
+      break;
+    case Known::kUnknown:
+      EXPECT_TRUE(extra.ok() || held) << extra;
+      break;
+  }
+
+  // The signaled WR's completion, the only one: polling it frees its slot
+  // and the slots of the depth - 1 unsignaled WRs before it.
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
+  NoteCompletionStatus(wc.status);
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(wc.wr_id, depth - 1);
+  if (extra.ok()) AwaitWritesLanded(*p, 8 * (depth + 1));
+  if (HasFatalFailure()) return;
+  EXPECT_THAT(Drain(p->client().send_cq()), ::testing::IsEmpty());
+  // depth - 1 more WRs fit now (the extra one, where it was taken, may
+  // still hold one slot), the last signaled to end the case cleanly.
+  for (uint32_t i = 0; i + 1 < depth; ++i) {
+    ASSERT_OK(write(i, i + 2 == depth ? kSendSignaled : 0))
+        << "WR " << i << " of " << depth - 1 << " after the poll";
+  }
+  ASSERT_OK_AND_ASSIGN(wc, Await(p->client().send_cq()));
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(wc.wr_id, depth - 2);
+}
+
+INSTANTIATE_PROVIDER_TEST_SUITE_P(SendQueueSlotTest);
 
 // --- Endpoint creation -------------------------------------------------------
 
