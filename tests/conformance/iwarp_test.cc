@@ -101,6 +101,34 @@ TEST_P(IwarpTest, QpAccessFlagsAreNotEnforced) {
   EXPECT_EQ(p->sbuf.Bytes(0, 256), p->cbuf.Bytes(0, 256));
 }
 
+TEST_P(IwarpTest, PostsOutOfRtsWaitInTheSendRing) {
+  // libsiw writes each valid WR into its send ring and rings the doorbell
+  // only when the ring looked idle; the kernel refuses a doorbell out of
+  // RTS (siw_verbs.c siw_post_send: ENOTCONN). The WRs stay in the ring,
+  // holding their slots, and IDLE -> ERR flushes only the receives
+  // (siw_qp.c siw_qp_nextstate_from_idle).
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RawQp> raw, MakeRawQp({4, 4, 1, 1, 0}));
+  const QpStep init = ResetToInitStep();
+  ASSERT_OK(raw->qp->Modify(init.attr, init.mask));
+  const uint32_t slots = raw->qp->init_attr().cap.max_send_wr;
+  ASSERT_GE(slots, 2u);
+  Buffer buf(64);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> mr,
+                       raw->pd->RegMr(buf.data(), 64, kAccessLocalWrite));
+  const Sge sge = SgeOf(*mr, 0, 16);
+  EXPECT_THAT(raw->qp->PostSend(MakeWr(WrOpcode::kSend, 0, {&sge, 1})),
+              HasErrno(ENOTCONN));
+  for (uint32_t i = 1; i < slots; ++i) {
+    EXPECT_OK(raw->qp->PostSend(MakeWr(WrOpcode::kSend, i, {&sge, 1})))
+        << "WR " << i << " of " << slots;
+  }
+  EXPECT_THAT(raw->qp->PostSend(MakeWr(WrOpcode::kSend, slots, {&sge, 1})),
+              HasErrno(ENOMEM));
+  const QpStep err = ToStateStep(QpState::kErr);
+  ASSERT_OK(raw->qp->Modify(err.attr, err.mask));
+  EXPECT_THAT(Drain(raw->cq.get()), IsEmpty());
+}
+
 INSTANTIATE_PROVIDER_TEST_SUITE_P(IwarpTest);
 
 }  // namespace
