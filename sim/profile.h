@@ -291,7 +291,9 @@ struct SimProfile {
   // rxe_post_recv); libsiw writes its receive ring in any state, so on siw
   // the WR is taken (seen on siw0).
   bool refuses_recv_in_reset = true;
-  // a receive posted to a QP in ERR is flushed at once (rxe: never).
+  // a receive posted to a QP in ERR is flushed at once. rxe: not at the
+  // post, but at the QP's next move to ERR (FlushReceivesPostedInError);
+  // siw: never.
   bool flushes_recv_posted_in_err = true;
   // The opcode an error completion reports (ErrorCompletionOpcode).
   ErrorCompletionOpcode error_completion_opcode =

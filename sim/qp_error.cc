@@ -83,6 +83,14 @@ void EnterError(QpCore& qp) {
   }
 }
 
+void FlushReceivesPostedInError(QpCore& qp) {
+  std::deque<RecvWqe> rq = std::move(qp.rq);
+  qp.rq.clear();
+  for (const RecvWqe& r : rq) {
+    PushCompletion(*qp.recv_cq, FlushedRecv(qp, r), false);
+  }
+}
+
 void ResetQueues(QpCore& qp) {
   DropPlacements(qp);
   DropPendingAck(qp);

@@ -285,7 +285,11 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
     return absl::OkStatus();
   }
   if (to == S::kErr) {
-    if (from != S::kErr) EnterError(qp);
+    if (from != S::kErr) {
+      EnterError(qp);
+    } else {
+      FlushReceivesPostedInError(qp);
+    }
     return absl::OkStatus();
   }
   if (from == S::kInit && to == S::kRtr) StartReceiving(qp);

@@ -163,6 +163,12 @@ void OverflowCq(CqState& cq);
 // Moves the QP to ERR: every outstanding WR on both queues completes, the
 // first erroring one with its status and the rest WR_FLUSH_ERR.
 void EnterError(QpCore& qp);
+// A move to ERR of a QP already there: receives posted since it entered ERR
+// (kept where the profile does not flush them at the post) complete with
+// WR_FLUSH_ERR. rxe's user-space post only writes the ring; each move to
+// ERR runs the responder again (rxe_qp_error), which drains the receive
+// queue (rxe_resp.c).
+void FlushReceivesPostedInError(QpCore& qp);
 // RESET: discards every queued WR without completions.
 void ResetQueues(QpCore& qp);
 // iWARP: a requester's error ends the connection (a TERMINATE, which a NAK

@@ -132,6 +132,7 @@ Expectations Siw() {
   e.post_send_before_rts_errno = ENOTCONN;
   e.resizes_srq = false;
   e.flushes_recv_posted_in_err = false;
+  e.err_move_flushes_recv_posted_in_err = false;
   e.raises_last_wqe_reached = false;
   e.node_type = 4;  // IBV_NODE_RNIC
   e.wrapping_range_errno = EFAULT;

@@ -178,6 +178,10 @@ struct Expectations {
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
   bool flushes_recv_posted_in_err = true;
+  // where it is not: a later move to ERR flushes it (rxe: each move to ERR
+  // runs the responder, which drains the receive queue; siw: ERROR is
+  // final and a move to it does nothing).
+  bool err_move_flushes_recv_posted_in_err = true;
   // a send posted in ERR is flushed at once (siw: taken, never completed).
   bool flushes_send_posted_in_err = true;
   // errno of CreateAh with an sgid_index that has no GID.

@@ -692,6 +692,35 @@ TEST_P(RcErrorTest, ModifyToErrFlushesOutstandingSends) {
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
 }
 
+// A receive posted to a QP in ERR, and a second move to ERR: where the post
+// does not flush it, the move may (rxe's user-space post only writes the
+// ring; rxe_qp_error runs the responder, which drains it).
+TEST_P(RcErrorTest, AMoveToErrFlushesReceivesPostedInErr) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  QpAttr err;
+  err.qp_state = QpState::kErr;
+  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  ExpectQpState(p->client().qp(), QpState::kErr);
+  ASSERT_OK(p->client().PostRecv(31, p->cbuf.data(), 16, p->cmr.get()));
+  ASSERT_OK(p->client().PostRecv(32, p->cbuf.data(), 16, p->cmr.get()));
+  if (expect().flushes_recv_posted_in_err) {
+    ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                         AwaitN(p->client().recv_cq(), 2));
+    EXPECT_THAT(wcs, ElementsAre(WcFlushed(31u), WcFlushed(32u)));
+  } else {
+    EXPECT_THAT(Drain(p->client().recv_cq()), IsEmpty());
+  }
+  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  if (!expect().flushes_recv_posted_in_err &&
+      expect().err_move_flushes_recv_posted_in_err) {
+    ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                         AwaitN(p->client().recv_cq(), 2));
+    EXPECT_THAT(wcs, ElementsAre(WcFlushed(31u), WcFlushed(32u)));
+  }
+  EXPECT_THAT(Drain(p->client().recv_cq()), IsEmpty());
+  ExpectQpState(p->client().qp(), QpState::kErr);
+}
+
 TEST_P(RcErrorTest, ResetDiscardsOutstandingSendsWithoutCompletions) {
   if (!expect().has_transport_retries) {
     GTEST_SKIP() << "iWARP: a SEND completes once TCP has it, so a silent "

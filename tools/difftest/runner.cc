@@ -21,6 +21,7 @@
 #include "core/names.h"
 #include "core/types.h"
 #include "core/verbs.h"
+#include "sim/sim_provider.h"
 
 namespace verbsim::difftest {
 namespace {
@@ -77,6 +78,11 @@ class Run {
     absl::StatusOr<std::unique_ptr<Provider>> provider = OpenProvider(spec);
     if (!provider.ok()) return provider.status();
     provider_ = *std::move(provider);
+    sim_ = sim::AsSimProvider(provider_.get());
+    if (sim_ != nullptr) {
+      // Time moves only in Settle, as much as a device gets.
+      if (absl::Status s = sim_->fabric().Freeze(true); !s.ok()) return s;
+    }
     absl::StatusOr<std::vector<std::string>> devices =
         provider_->ListDevices();
     if (!devices.ok()) return devices.status();
@@ -107,8 +113,9 @@ class Run {
       const Op& op = program_.ops[i];
       const std::string said = Execute(op, i);
       trace_.calls.push_back(absl::StrCat(i, " ", Describe(op), " -> ", said));
+      Settle();
     }
-    Poll(options_.final_quiet);
+    FinalPoll();
     for (int i = 0; i < 2; ++i) {
       trace_.bytes[i].assign(sides_[i].buffer, sides_[i].buffer + kBufferBytes);
     }
@@ -125,7 +132,7 @@ class Run {
       case OpKind::kModifyErr: return ModifyErr(op);
       case OpKind::kPostRecv: return PostRecv(op, index);
       case OpKind::kPostSend: return PostSend(op, index);
-      case OpKind::kPoll: Poll(options_.quiet); return "polled";
+      case OpKind::kPoll: Drain(); return "polled";
     }
     return "?";
   }
@@ -196,12 +203,17 @@ class Run {
     EndpointAttr attr;
     attr.qp_access = kAccessLocalWrite | kAccessRemoteWrite |
                      kAccessRemoteRead | kAccessRemoteAtomic;
-    attr.timeout = 12;  // 16.8 ms: a silent peer is given up soon
+    // 67 ms: no retry runs out while the program runs (its operations take
+    // a settle time each), only in the last poll.
+    attr.timeout = 14;
     attr.retry_cnt = 2;
     attr.rnr_retry = 2;
     attr.min_rnr_timer = 1;
+    // The sim's CM runs its handshake in virtual time.
+    if (sim_ != nullptr) (void)sim_->fabric().Freeze(false);
     absl::StatusOr<std::unique_ptr<QpLink>> link =
         provider_->ConnectQps(a->qp.get(), b->qp.get(), attr);
+    if (sim_ != nullptr) (void)sim_->fabric().Freeze(true);
     if (!link.ok()) return Result(link.status());
     links_.push_back(*std::move(link));
     a->peer = b->index;
@@ -279,10 +291,18 @@ class Run {
     return absl::StrCat("qp", q->index, " ", Result(q->qp->PostSend(wr)));
   }
 
-  void Poll(absl::Duration quiet) {
-    absl::Time last = absl::Now();
+  void Settle() {
+    if (sim_ != nullptr) {
+      sim_->fabric().RunFor(options_.settle);
+    } else {
+      absl::SleepFor(options_.settle);
+    }
+  }
+
+  // Takes every completion there is now; false if a poll failed.
+  bool Drain() {
     WorkCompletion wcs[16];
-    while (absl::Now() - last < quiet) {
+    while (true) {
       bool any = false;
       for (int side = 0; side < 2; ++side) {
         absl::StatusOr<int> n =
@@ -290,17 +310,40 @@ class Run {
         if (!n.ok()) {
           trace_.calls.push_back(absl::StrCat("poll failed: ",
                                               Result(n.status())));
-          return;
+          return false;
         }
         for (int i = 0; i < *n; ++i) Note(side, wcs[i]);
         any = any || *n > 0;
       }
-      if (any) {
+      if (!any) return true;
+    }
+  }
+
+  // The end: a sim runs until nothing is left to happen; a device is
+  // polled until it stays quiet for final_quiet.
+  void FinalPoll() {
+    if (sim_ != nullptr) {
+      (void)sim_->fabric().Freeze(false);
+      sim_->fabric().RunUntilIdle();
+      Drain();
+      return;
+    }
+    absl::Time last = absl::Now();
+    while (absl::Now() - last < options_.final_quiet) {
+      const size_t before = CompletionCount();
+      if (!Drain()) return;
+      if (CompletionCount() != before) {
         last = absl::Now();
       } else {
-        std::this_thread::yield();
+        absl::SleepFor(absl::Microseconds(200));
       }
     }
+  }
+
+  size_t CompletionCount() const {
+    size_t n = 0;
+    for (const auto& [k, v] : trace_.completions) n += v.size();
+    return n;
   }
 
   void Note(int side, const WorkCompletion& wc) {
@@ -329,6 +372,7 @@ class Run {
   const Program& program_;
   RunOptions options_;
   std::unique_ptr<Provider> provider_;
+  sim::SimProvider* sim_ = nullptr;  // provider_, when it is a sim
   Side sides_[2];
   std::vector<QpEntry> qps_;
   std::vector<std::unique_ptr<QpLink>> links_;

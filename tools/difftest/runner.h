@@ -28,11 +28,17 @@ struct Trace {
 };
 
 struct RunOptions {
-  // A poll waits this long without a new completion before it ends.
-  absl::Duration quiet = absl::Milliseconds(10);
-  // The last poll's quiet time.
-  // Long enough for a device's retries to run out (timeout 12, retry_cnt
-  // 2 as the runner connects: about 70 ms on rxe).
+  // After every operation the devices get this long to act on it: the
+  // runner sleeps on hardware, and moves a sim fabric's virtual time on by
+  // as much (time is frozen otherwise, so a poll never fast-forwards it).
+  // Without it a sim, whose time stands still between calls, and a device,
+  // which works while the program runs, see a remote error before or after
+  // the next post by chance.
+  absl::Duration settle = absl::Microseconds(500);
+  // The last poll ends after this long without a completion (hardware);
+  // a sim runs until nothing is left to happen.
+  // Longer than a device's retries take to run out: the runner connects
+  // with timeout 14 and retry_cnt 2, 3 x 67 ms.
   absl::Duration final_quiet = absl::Milliseconds(300);
 };
 

@@ -3,15 +3,17 @@
 // still differs, with its seed and both traces.
 //
 //   verbdiff --a=SPEC --b=SPEC [--seeds=FIRST:END] [--ops=N] [--no-shrink]
-//            [--print=SEED] [--quiet-ms=MS] [--final-ms=MS]
+//            [--print=SEED] [--settle-us=US] [--final-ms=MS]
 //
 //   --a, --b     provider specs, e.g. sim:rxe and hw:rxe0 (in the guest)
 //   --seeds      the programs' seeds, FIRST up to END (default 0:200)
 //   --ops        operations per program after the set-up (default 24)
 //   --no-shrink  report divergences as generated
 //   --print      print the program of SEED and its trace on --a, and exit
-//   --quiet-ms   a poll ends after this long without a completion (10)
-//   --final-ms   the same for the program's last poll (300)
+//   --settle-us  time the devices get after each operation (500): slept
+//                on hardware, virtual time on a sim (RunOptions::settle)
+//   --final-ms   the last poll ends after this long without a completion
+//                on hardware (300)
 //
 // Prints one line per divergence and a summary: "verbdiff: sim:rxe vs
 // hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s". Exit status 0 when
@@ -79,16 +81,24 @@ bool Parse(int argc, char** argv, Args* args) {
       }
       continue;
     }
-    if (value("--quiet-ms", &v) || value("--final-ms", &v)) {
+    if (value("--settle-us", &v)) {
+      int us = 0;
+      if (!absl::SimpleAtoi(v, &us) || us < 0 || us > 1000000) {
+        std::fprintf(stderr, "verbdiff: %s is not 0..1000000 us\n",
+                     arg.c_str());
+        return false;
+      }
+      args->run.settle = absl::Microseconds(us);
+      continue;
+    }
+    if (value("--final-ms", &v)) {
       int ms = 0;
       if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > 60000) {
         std::fprintf(stderr, "verbdiff: %s is not 0..60000 ms\n",
                      arg.c_str());
         return false;
       }
-      (arg.rfind("--quiet-ms", 0) == 0 ? args->run.quiet
-                                       : args->run.final_quiet) =
-          absl::Milliseconds(ms);
+      args->run.final_quiet = absl::Milliseconds(ms);
       continue;
     }
     if (arg == "--no-shrink") {
