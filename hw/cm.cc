@@ -234,6 +234,8 @@ absl::Status MoveQpTo(rdma_cm_id* id, Qp* qp, const EndpointAttr& attr,
   if (mask & IBV_QP_QKEY) a.qkey = attr.qkey;
   if (mask & IBV_QP_MIN_RNR_TIMER) a.min_rnr_timer = attr.min_rnr_timer;
   if (mask & IBV_QP_TIMEOUT) a.timeout = attr.timeout;
+  if (mask & IBV_QP_RETRY_CNT) a.retry_cnt = Clamp(attr.retry_cnt, 7);
+  if (mask & IBV_QP_RNR_RETRY) a.rnr_retry = Clamp(attr.rnr_retry, 7);
   if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && resp_res >= 0) {
     a.max_dest_rd_atomic = static_cast<uint8_t>(resp_res);
   }

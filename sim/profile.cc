@@ -288,6 +288,10 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.bad_lkey_status = WcStatus::kLocQpOpErr;
     p.gather_key_lookup_status = WcStatus::kLocQpOpErr;
     p.read_sink_status = WcStatus::kLocProtErr;
+    // siw_qp_tx.c siw_qp_sq_proc_tx checks the SGEs of what it transmits
+    // only; a READ goes out with its sink unchecked, so a remote error
+    // (a TERMINATE, which flushes the READ) comes first.
+    p.checks_response_sges_on_arrival = true;
     // siw_qp_rx.c: a receive that fails its check completes GENERAL_ERR; one
     // too small LOC_LEN_ERR (siw_proc_send); the sender's SEND has
     // completed SUCCESS already and the TERMINATE ends the connection.

@@ -336,8 +336,9 @@ struct SimProfile {
   PostSendChecks post_send;
   // The local SGEs of a READ or an atomic are checked when the WR starts
   // (nothing is sent when they fail), or when the response arrives (rxe:
-  // rxe_comp.c copy_data), so an atomic with a bad lkey is executed by the
-  // responder before the requester fails it.
+  // rxe_comp.c copy_data; siw: siw_qp_rx.c siw_proc_rresp), so an atomic
+  // with a bad lkey is executed by the responder before the requester
+  // fails it, and a remote error comes before a bad sink.
   bool checks_response_sges_on_arrival = false;
   // A send's or write's local SGEs are checked as a whole before anything
   // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
