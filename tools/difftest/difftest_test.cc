@@ -1,8 +1,10 @@
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tools/difftest/known.h"
 #include "tools/difftest/program.h"
 #include "tools/difftest/runner.h"
 #include "tools/difftest/shrink.h"
@@ -66,6 +68,19 @@ TEST(Shrink, KeepsADifferenceInASmallerProgram) {
   EXPECT_LT(small.ops.size(), diverging.ops.size());
   EXPECT_LE(small.ops.size(), 3u) << Describe(small);
   EXPECT_FALSE(RunBoth(small, "sim", "sim:rxe", Fast()).differences.empty());
+}
+
+TEST(Known, ListsTheSeedsAndNamesABadLine) {
+  absl::StatusOr<std::set<uint64_t>> seeds =
+      ParseKnown("# header\n\n4 rxe: RNR retries\n  12\tnote\n4 again\n");
+  ASSERT_TRUE(seeds.ok()) << seeds.status();
+  EXPECT_EQ(*seeds, (std::set<uint64_t>{4, 12}));
+  absl::StatusOr<std::set<uint64_t>> bad = ParseKnown("4\nseed 5\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(ReadKnown("/nonexistent/known.txt").ok());
 }
 
 }  // namespace

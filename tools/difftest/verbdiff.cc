@@ -3,12 +3,17 @@
 // still differs, with its seed and both traces.
 //
 //   verbdiff --a=SPEC --b=SPEC [--seeds=FIRST:END] [--ops=N] [--no-shrink]
+//            [--known=FILE]
 //            [--print=SEED] [--settle-us=US] [--final-ms=MS]
 //
 //   --a, --b     provider specs, e.g. sim:rxe and hw:rxe0 (in the guest)
 //   --seeds      the programs' seeds, FIRST up to END (default 0:200)
 //   --ops        operations per program after the set-up (default 24)
 //   --no-shrink  report divergences as generated
+//   --known      a file of seeds known to diverge (known.h): they are
+//                counted, not failed. A seed not in it that diverges is
+//                run twice more and fails the run only if it diverges each
+//                time; one that agrees on a rerun is counted as timing.
 //   --print      print the program of SEED and its trace on --a, and exit
 //   --settle-us  time the devices get after each operation (500): slept
 //                on hardware, virtual time on a sim (RunOptions::settle)
@@ -16,17 +21,21 @@
 //                on hardware (300)
 //
 // Prints one line per divergence and a summary: "verbdiff: sim:rxe vs
-// hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s". Exit status 0 when
-// none diverges, 1 when one does, 2 for bad usage or a provider that does
-// not open.
+// hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s" (with --known, how
+// many of them were known, new and timing, and the known seeds that
+// agreed). Exit status 0 when none diverges (with --known: no new one), 1
+// when one does, 2 for bad usage, a known file that does not parse or a
+// provider that does not open.
 #include <cstdint>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "tools/difftest/known.h"
 #include "tools/difftest/program.h"
 #include "tools/difftest/runner.h"
 #include "tools/difftest/shrink.h"
@@ -39,6 +48,7 @@ struct Args {
   uint64_t first = 0, end = 200;
   int ops = 24;
   bool shrink = true;
+  std::string known;
   int64_t print = -1;
   RunOptions run;
 };
@@ -53,7 +63,10 @@ bool Parse(int argc, char** argv, Args* args) {
       return true;
     };
     std::string v;
-    if (value("--a", &args->a) || value("--b", &args->b)) continue;
+    if (value("--a", &args->a) || value("--b", &args->b) ||
+        value("--known", &args->known)) {
+      continue;
+    }
     if (value("--seeds", &v)) {
       std::vector<std::string> parts = absl::StrSplit(v, ':');
       if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &args->first) ||
@@ -131,8 +144,20 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const RunOptions options = args.run;
+  std::set<uint64_t> known;
+  if (!args.known.empty()) {
+    absl::StatusOr<std::set<uint64_t>> k = ReadKnown(args.known);
+    if (!k.ok()) {
+      std::fprintf(stderr, "verbdiff: --known: %s\n",
+                   k.status().ToString().c_str());
+      return 2;
+    }
+    known = *std::move(k);
+  }
+  const bool with_known = !args.known.empty();
   const absl::Time start = absl::Now();
-  int diverged = 0;
+  int diverged = 0, known_diverged = 0, fresh = 0, timing = 0;
+  std::vector<uint64_t> known_agreed;
   uint64_t run = 0;
   for (uint64_t seed = args.first; seed < args.end; ++seed, ++run) {
     Program p = Generate(seed, args.ops);
@@ -143,8 +168,31 @@ int Main(int argc, char** argv) {
                    o.differences[0].c_str());
       return 2;
     }
-    if (o.differences.empty()) continue;
+    const bool is_known = known.count(seed) > 0;
+    if (o.differences.empty()) {
+      if (is_known) known_agreed.push_back(seed);
+      continue;
+    }
     ++diverged;
+    const char* label = "DIVERGES";
+    if (with_known && is_known) {
+      ++known_diverged;
+      label = "DIVERGES (known)";
+    } else if (with_known) {
+      // Not known: a divergence that timing made (a device's work racing
+      // the program's next call) does not come back on every run.
+      bool again = true;
+      for (int i = 0; i < 2 && again; ++i) {
+        again = !RunBoth(p, args.a, args.b, options).differences.empty();
+      }
+      if (again) {
+        ++fresh;
+        label = "DIVERGES (new)";
+      } else {
+        ++timing;
+        label = "DIVERGES (timing: agreed on a rerun)";
+      }
+    }
     if (args.shrink) {
       p = Shrink(p, args.a, args.b, options);
       o = RunBoth(p, args.a, args.b, options);
@@ -152,9 +200,9 @@ int Main(int argc, char** argv) {
     const std::vector<std::string>& diff = o.differences;
     const Trace& ta = o.a;
     const Trace& tb = o.b;
-    std::printf("DIVERGES seed %llu (replay: verbdiff --a=%s --b=%s "
+    std::printf("%s seed %llu (replay: verbdiff --a=%s --b=%s "
                 "--seeds=%llu:%llu --ops=%d)\n",
-                static_cast<unsigned long long>(seed), args.a.c_str(),
+                label, static_cast<unsigned long long>(seed), args.a.c_str(),
                 args.b.c_str(), static_cast<unsigned long long>(seed),
                 static_cast<unsigned long long>(seed + 1), args.ops);
     for (const std::string& d : diff) std::printf("  %s\n", d.c_str());
@@ -164,11 +212,23 @@ int Main(int argc, char** argv) {
     std::fflush(stdout);
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::printf("verbdiff: %s vs %s: %llu programs, %d diverge, %.1f "
-              "programs/s\n",
+  std::printf("verbdiff: %s vs %s: %llu programs, %d diverge",
               args.a.c_str(), args.b.c_str(),
-              static_cast<unsigned long long>(run), diverged,
+              static_cast<unsigned long long>(run), diverged);
+  if (with_known) {
+    std::printf(" (%d known, %d new, %d timing)", known_diverged, fresh,
+                timing);
+  }
+  std::printf(", %.1f programs/s\n",
               seconds > 0 ? static_cast<double>(run) / seconds : 0.0);
+  if (!known_agreed.empty()) {
+    std::printf("verbdiff: known seeds that agreed this time:");
+    for (uint64_t s : known_agreed) {
+      std::printf(" %llu", static_cast<unsigned long long>(s));
+    }
+    std::printf("\n");
+  }
+  if (with_known) return fresh == 0 ? 0 : 1;
   return diverged == 0 ? 0 : 1;
 }
 
