@@ -18,8 +18,10 @@
 #      sim:rxe with hw:rxe0 and sim:siw with hw:siw0 (outcome, completion
 #      statuses, errnos, noted values; the host's side of the CM cases is
 #      //tests:cm_conformance_test's XML from step 1): any disagreement
-#      fails the run. VERBSIM_SKIP_GUEST=1 skips
-#      this step (it says so).
+#      fails the run. The differential runs' fixed set (tools/difftest,
+#      200 generated programs per device) runs there too: a divergence not
+#      in tools/difftest/known_<kind>.txt fails the run. VERBSIM_SKIP_GUEST=1
+#      skips this step (it says so).
 # Before step 1, tools/paths_check.py: every repository path named in a
 # comment or a document exists. After step 1, tools/examples_test.sh: the
 # Debian package installed into a scratch root and the example projects
@@ -187,7 +189,25 @@ guest_run() {
   else
     echo "==> guest: ran; per-case results in ${results}" >&2
     fidelity_check "${results}"
+    difftest_check "${results}"
   fi
+}
+
+# Step 7: the differential runs' fixed set, which step 5 ran in the guest
+# (tools/guest/conformance_guest.sh): a divergence not listed in
+# tools/difftest/known_<kind>.txt that comes back on its reruns fails the run.
+difftest_check() {
+  local device rc
+  for device in rxe0 siw0; do
+    rc="$(cat "$1/${device}/verbdiff.rc" 2>/dev/null || echo missing)"
+    grep -h '^verbdiff: .* programs' "$1/${device}/verbdiff.log" >&2 2>/dev/null
+    if [[ "${rc}" != 0 ]]; then
+      echo "==> difftest: FAILED on ${device} (verbdiff exit ${rc}; the new divergences, each with the command that replays it, are in $1/${device}/verbdiff.log)" >&2
+      status=1
+    else
+      echo "==> difftest: ${device}: no new divergence" >&2
+    fi
+  done
 }
 
 # Step 6: every case of the sim's rxe and siw profiles against hw:rxe0 and

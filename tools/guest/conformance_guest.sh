@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs inside the rdma_guest.sh guest (run_conformance.sh starts it): for
-# every provider spec, the hw provider's own test, the conformance suite and
-# the CM conformance cases (tests/cm_conformance: the real librdmacm between
+# every provider spec, the hw provider's own test, the conformance suite,
+# the differential runs' fixed set (tools/difftest) and the CM conformance
+# cases (tests/cm_conformance: the real librdmacm between
 # <device> and its pair, rxe0 <- rxe1, siw0 <- siw1), with gtest XML and the
 # full output under $VERBSIM_GUEST_OUT/<device>/.
 #
@@ -129,6 +130,24 @@ for spec in "$@"; do
       rc=2
     fi
     echo "conformance_guest: ${spec} attrs_probe: exit ${rc}" | tee -a "${dir}/probes.log"
+    # The differential runs' fixed set (docs/fidelity.md "Differential
+    # runs"): 200 generated programs on the sim's profile of the device and
+    # on the device, compared call by call; seeds known to diverge are in
+    # tools/difftest/known_<kind>.txt. verbdiff.rc holds the exit status
+    # (0: no new divergence), which tools/test.sh checks.
+    path="${bin}/tools/difftest/verbdiff"
+    if [[ -x "${path}" ]]; then
+      timeout --kill-after=10 900 "${path}" --a="sim:${kind}" --b="${spec}" \
+        --seeds=0:200 --no-shrink \
+        --known="${repo}/tools/difftest/known_${kind}.txt" \
+        >"${dir}/verbdiff.log" 2>&1
+      rc=$?
+    else
+      echo "verbdiff not built" >"${dir}/verbdiff.log"
+      rc=2
+    fi
+    echo "${rc}" >"${dir}/verbdiff.rc"
+    echo "conformance_guest: ${spec} verbdiff: exit ${rc}: $(grep -h '^verbdiff: .* programs' "${dir}/verbdiff.log" | tail -n 1)"
   fi
 done
 exit "${status}"
