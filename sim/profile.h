@@ -340,6 +340,14 @@ struct SimProfile {
   // with a bad lkey is executed by the responder before the requester
   // fails it, and a remote error comes before a bad sink.
   bool checks_response_sges_on_arrival = false;
+  // A fenced WR that is sent again (a retry after a timeout or an RNR NAK)
+  // waits, like a new one, until no READ or atomic is in flight, counting
+  // those posted after it (rxe_req.c rxe_wqe_is_fenced compares the free
+  // initiator-depth credits with max_rd_atomic). Those cannot complete
+  // before it, so the QP stalls: nothing is sent again, no retry counts
+  // down and the WRs never complete until the QP moves to ERR. The spec's
+  // fence (IBA 10.8.3.3) waits for earlier READs and atomics only.
+  bool fence_waits_for_later_reads_on_retry = false;
   // A send's or write's local SGEs are checked as a whole before anything
   // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
   // the packets before the one that fails go out, then the WR fails).

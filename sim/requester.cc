@@ -200,6 +200,7 @@ void RequesterRun(QpCore& qp) {
     return;
   }
   const int depth = std::max<int>(1, qp.attr.max_rd_atomic);
+  bool sent = false;
   while (qp.req_next < qp.sq.size()) {
     SendWqe& w = qp.sq[qp.req_next];
     if (w.phase == SendWqe::Phase::kDone) {
@@ -271,9 +272,17 @@ void RequesterRun(QpCore& qp) {
       SendPackets(qp, w, w.first_psn);
     } else {
       // In flight already: a retransmission after RequesterRewind.
+      if ((w.flags & kSendFence) && qp.rd_atomic_in_flight > 0 &&
+          qp.node->fabric->profile().fence_waits_for_later_reads_on_retry) {
+        // Stalled behind READs that wait for it (see the profile field): no
+        // packet, so no retry timer either, unless earlier WRs went again.
+        if (!sent) return;
+        break;
+      }
       ++qp.retransmissions;
       SendPackets(qp, w, qp.req_psn);
     }
+    sent = true;
     qp.req_psn = PsnAdd(w.first_psn, w.num_psn);
     ++qp.req_next;
   }

@@ -178,6 +178,10 @@ struct Expectations {
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
   bool flushes_recv_posted_in_err = true;
+  // a fenced WR sent again after an RNR NAK or a timeout waits for READs
+  // posted after it, which wait for it: the QP stalls until ERR (rxe,
+  // sim/profile.h fence_waits_for_later_reads_on_retry);
+  bool fence_retry_stalls = false;
   // where it is not: a later move to ERR flushes it (rxe: each move to ERR
   // runs the responder, which drains the receive queue; siw: ERROR is
   // final and a move to it does nothing).

@@ -76,6 +76,39 @@ TEST_P(CmQpsTest, HandMadeQpsCarryWritesAndSendsBothWays) {
   EXPECT_EQ(abuf.Bytes(4096, 3000), abuf.Bytes(0, 3000));
 }
 
+// The QPs get the retry and timer attributes the caller asked for, whatever
+// the CM would choose: a SEND to a peer with no receive runs out of its RNR
+// retries (IBA 9.7.5.2.8) as it does between QPs connected by hand.
+TEST_P(CmQpsTest, TheQpsTakeTheRetryAttributesAsked) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Qp> qa, CreateQpOn(*a_, QpType::kRc));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Qp> qb, CreateQpOn(*b_, QpType::kRc));
+  EndpointAttr attr = Attr();
+  attr.timeout = 14;
+  attr.retry_cnt = 2;
+  attr.rnr_retry = 2;
+  attr.min_rnr_timer = 1;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<QpLink> link,
+                       provider().ConnectQps(qa.get(), qb.get(), attr));
+  if (expect().query_reports_qp_attrs) {
+    for (Qp* qp : {qa.get(), qb.get()}) {
+      ASSERT_OK_AND_ASSIGN(QpAttr got, qp->Query());
+      EXPECT_EQ(got.timeout, 14) << "qp " << qp->qp_num();
+      EXPECT_EQ(got.retry_cnt, 2) << "qp " << qp->qp_num();
+      EXPECT_EQ(got.rnr_retry, 2) << "qp " << qp->qp_num();
+      EXPECT_EQ(got.min_rnr_timer, 1) << "qp " << qp->qp_num();
+    }
+  }
+  if (!expect().has_rnr) return;  // iWARP: no RNR (RnrTest says more)
+  Buffer abuf(4096);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> amr,
+                       a_->pd->RegMr(abuf.data(), 4096, FullAccess()));
+  const Sge sge = SgeOf(*amr, 0, 64);
+  ASSERT_OK(qa->PostSend(MakeWr(WrOpcode::kSend, 7, {&sge, 1})));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(a_->cq.get()));
+  EXPECT_THAT(wc, WcStatusIn(expect().rnr_exceeded)) << wc;
+  EXPECT_EQ(wc.wr_id, 7u);
+}
+
 TEST_P(CmQpsTest, OneQpTwiceIsEinval) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Qp> qa, CreateQpOn(*a_, QpType::kRc));
   EXPECT_THAT(provider().ConnectQps(qa.get(), qa.get(), Attr()),
