@@ -371,7 +371,12 @@ void CompleterRun(QpCore& qp) {
     if (w.status != WcStatus::kSuccess) {
       PushSendCompletion(qp, w, w.status);
       TerminateConnection(qp);
-      EnterError(qp);
+      if (w.failed_at_transmit &&
+          qp.node->fabric->profile().iwarp.transmit_errors_keep_rts) {
+        SuspendInRts(qp);
+      } else {
+        EnterError(qp);
+      }
       return;
     }
     if (w.signaled) {

@@ -293,6 +293,11 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // only; a READ goes out with its sink unchecked, so a remote error
     // (a TERMINATE, which flushes the READ) comes first.
     p.checks_response_sges_on_arrival = true;
+    // libsiw checks only the inline byte count (push_send_wqe); the kernel
+    // refuses the rest when it starts the WR (IwarpRules).
+    p.post_send.inline_needs_send_or_write = false;
+    p.iwarp.refuses_at_activation = true;
+    p.iwarp.transmit_errors_keep_rts = true;
     // siw_qp_rx.c: a receive that fails its check completes GENERAL_ERR; one
     // too small LOC_LEN_ERR (siw_proc_send); the sender's SEND has
     // completed SUCCESS already and the TERMINATE ends the connection.

@@ -110,6 +110,21 @@ struct IwarpRules {
   // types other than RC (siw_verbs.c siw_create_qp: EOPNOTSUPP).
   bool has_ah = true;
   bool rc_only = false;
+  // libsiw writes an INLINE WR of any opcode and a fenced READ into the send
+  // ring; the kernel refuses to start them (siw_qp.c siw_activate_tx: INLINE
+  // only for SEND and WRITE, "cannot fence read"), leaving the WR in the
+  // ring: a doorbell that starts it answers EINVAL (siw_verbs.c
+  // siw_post_send, when the send engine is idle), nothing after it is sent,
+  // and only the flush of a move to ERR completes it and what follows.
+  bool refuses_at_activation = false;
+  // A WR that fails as it is to be sent (a bad local SGE: siw_qp_tx.c
+  // siw_qp_sq_process) completes LOC_QP_OP_ERR and ends the connection (a
+  // TERMINATE to the peer, which goes to ERR), but the QP itself stays in
+  // RTS with its send and receive processing suspended: nothing is flushed,
+  // later WRs wait in the rings, until the application moves it to ERR
+  // (siw_qp_cm_drop clears the endpoint's QP, so siw_qp_llp_close never
+  // runs for it).
+  bool transmit_errors_keep_rts = false;
 };
 
 // Where the spec leaves order and timing open (docs/ordering.md has each

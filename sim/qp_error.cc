@@ -83,6 +83,16 @@ void EnterError(QpCore& qp) {
   }
 }
 
+void SuspendInRts(QpCore& qp) {
+  DropPendingAck(qp);
+  qp.req_halted = true;
+  qp.rnr_waiting = false;
+  qp.timer_armed = false;
+  qp.timer_event_pending = false;
+  ++qp.timer_generation;
+  qp.cm_connected = false;
+}
+
 void FlushReceivesPostedInError(QpCore& qp) {
   std::deque<RecvWqe> rq = std::move(qp.rq);
   qp.rq.clear();

@@ -86,7 +86,13 @@ absl::Status ModifyIwarpQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
     // siw_qp_nextstate_from_rts: CLOSING, TERMINATE and ERROR all drop the
     // connection, and a CLOSING QP whose socket closed is in ERROR
     // (siw_qp_llp_close); RESET, INIT and RTR are ignored.
-    if (to == S::kSqd || to == S::kSqe || to == S::kErr) EnterError(qp);
+    if (to == S::kSqd || to == S::kSqe || to == S::kErr) {
+      // The peer sees the socket close (siw_cm_llp_state_change), goes to
+      // ERROR and flushes (siw_qp_llp_close); a QP whose connection already
+      // ended tells nobody.
+      if (qp.cm_connected) TerminateConnection(qp);
+      EnterError(qp);
+    }
     return absl::OkStatus();
   }
   // IDLE.

@@ -513,6 +513,16 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
 
 namespace {
 
+// WRs the kernel's siw refuses to start (IwarpRules::refuses_at_activation):
+// INLINE on anything but a SEND or WRITE, and a fenced READ.
+bool RefusedAtActivation(const SendWr& wr) {
+  if ((wr.send_flags & kSendInline) && wr.opcode != WrOpcode::kSend &&
+      wr.opcode != WrOpcode::kRdmaWrite) {
+    return true;
+  }
+  return (wr.send_flags & kSendFence) && wr.opcode == WrOpcode::kRdmaRead;
+}
+
 // libsiw's siw_post_send on a QP whose send ring nobody consumes (IDLE
 // before the CM connected it, or ERROR): each WR takes a ring slot (ENOMEM
 // once none is free, checked before the WR itself), and the doorbell rings
@@ -540,6 +550,9 @@ absl::Status PostToIdleRing(QpCore& qp, absl::Span<const SendWr> wrs,
     if (!failed.ok()) break;
     SendWqe w = MakeWqe(qp, wrs[i], r);
     w.seq = qp.next_wqe_seq++;
+    w.refused_at_activation =
+        qp.node->fabric->profile().iwarp.refuses_at_activation &&
+        RefusedAtActivation(wrs[i]);
     qp.sq.push_back(std::move(w));
     ++pushed;
   }
@@ -616,6 +629,22 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
     if (qp.state == S::kErr) {
       // Posted in ERR: completes at once, flushed.
       PushSendCompletion(qp, w, WcStatus::kWrFlushErr);
+      continue;
+    }
+    if (profile.iwarp.refuses_at_activation && RefusedAtActivation(wr)) {
+      // The doorbell starts the first WR of the post only when nothing is
+      // waiting to be sent (an earlier refused WR included).
+      const bool starts_now = i == 0 && qp.req_next >= qp.sq.size();
+      w.refused_at_activation = true;
+      qp.sq.push_back(std::move(w));
+      if (starts_now) {
+        return Errno(EINVAL,
+                     "wr_id %u: the device does not start %s%s (it stays in "
+                     "the send ring until the QP is flushed)",
+                     wr.wr_id, WrOpcodeName(wr.opcode),
+                     (wr.send_flags & kSendInline) ? " with INLINE"
+                                                   : " with FENCE");
+      }
       continue;
     }
     qp.sq.push_back(std::move(w));

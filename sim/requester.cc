@@ -208,11 +208,13 @@ void RequesterRun(QpCore& qp) {
       continue;
     }
     if (w.phase == SendWqe::Phase::kPosted) {
+      if (w.refused_at_activation) break;  // stays at the ring's head
       if (IsRdAtomic(w.opcode) && qp.rd_atomic_in_flight >= depth) break;
       if ((w.flags & kSendFence) && qp.rd_atomic_in_flight > 0) break;
       if (w.opcode == WrOpcode::kLocalInv && qp.req_next != 0) break;
       if (!OpcodeValidOn(qp.type, w.opcode)) {
         w.status = WcStatus::kLocQpOpErr;
+        w.failed_at_transmit = true;
         w.phase = SendWqe::Phase::kDone;
         qp.req_halted = true;
         ++qp.req_next;
@@ -227,6 +229,7 @@ void RequesterRun(QpCore& qp) {
           SendPackets(qp, w, w.first_psn, w.good_packets);
           qp.req_psn = PsnAdd(w.first_psn, w.good_packets);
         }
+        w.failed_at_transmit = true;
         w.phase = SendWqe::Phase::kDone;
         qp.req_halted = true;
         ++qp.req_next;

@@ -175,6 +175,12 @@ struct SendWqe {
   uint32_t num_psn = 0;        // PSNs it consumes (response packets for reads)
   uint32_t responses_got = 0;  // read response packets received in order
   bool holds_rd_atomic = false;  // counted in the initiator depth
+  // siw: the kernel refused to start it (IwarpRules::refuses_at_activation):
+  // it stays at the head of the send ring and nothing after it goes out.
+  bool refused_at_activation = false;
+  // Failed by the requester's own checks as it was to be sent (a bad local
+  // SGE, an opcode the QP type lacks), not by a response or a NAK.
+  bool failed_at_transmit = false;
 };
 
 // An RDMA write packet whose data has partly landed: the 64-byte chunks

@@ -163,6 +163,10 @@ void OverflowCq(CqState& cq);
 // Moves the QP to ERR: every outstanding WR on both queues completes, the
 // first erroring one with its status and the rest WR_FLUSH_ERR.
 void EnterError(QpCore& qp);
+// iWARP (IwarpRules::transmit_errors_keep_rts): the connection is gone but
+// the QP stays in RTS; nothing more is sent and nothing is flushed until the
+// application moves it to ERR.
+void SuspendInRts(QpCore& qp);
 // A move to ERR of a QP already there: receives posted since it entered ERR
 // (kept where the profile does not flush them at the post) complete with
 // WR_FLUSH_ERR. rxe's user-space post only writes the ring; each move to

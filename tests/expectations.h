@@ -178,6 +178,10 @@ struct Expectations {
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
   bool flushes_recv_posted_in_err = true;
+  // a fenced READ is refused when the device starts it: post_send says
+  // EINVAL, the WR stays in the send ring, blocks what follows and is
+  // flushed by a move to ERR (siw_activate_tx: "cannot fence read");
+  bool refuses_fenced_read = false;
   // a fenced WR sent again after an RNR NAK or a timeout waits for READs
   // posted after it, which wait for it: the QP stalls until ERR (rxe,
   // sim/profile.h fence_waits_for_later_reads_on_retry);

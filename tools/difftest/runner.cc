@@ -208,7 +208,10 @@ class Run {
     attr.timeout = 14;
     attr.retry_cnt = 2;
     attr.rnr_retry = 2;
-    attr.min_rnr_timer = 1;
+    // 61.44 ms (IBA table 45): no RNR retry runs out while the program
+    // runs either; and rxe waits at least one jiffy, however short the
+    // timer (rxe_comp.c rnrnak_jiffies), which a longer timer makes moot.
+    attr.min_rnr_timer = 25;
     // The sim's CM runs its handshake in virtual time.
     if (sim_ != nullptr) (void)sim_->fabric().Freeze(false);
     absl::StatusOr<std::unique_ptr<QpLink>> link =

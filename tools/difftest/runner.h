@@ -38,7 +38,8 @@ struct RunOptions {
   // The last poll ends after this long without a completion (hardware);
   // a sim runs until nothing is left to happen.
   // Longer than a device's retries take to run out: the runner connects
-  // with timeout 14 and retry_cnt 2, 3 x 67 ms.
+  // with timeout 14 and retry_cnt 2 (3 x 67 ms), and an RNR timer of
+  // 61.44 ms with rnr_retry 2 (2 waits).
   absl::Duration final_quiet = absl::Milliseconds(300);
 };
 
