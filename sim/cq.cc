@@ -70,7 +70,7 @@ void PushSendCompletion(QpCore& qp, const SendWqe& w, WcStatus status) {
 
 uint64_t SqSlotsHeld(const QpCore& qp) {
   if (!qp.node->fabric->profile().sq_slots_held_until_polled) {
-    return qp.sq.size();
+    return qp.sq.size() - qp.sq_outside_ring;
   }
   return qp.next_wqe_seq - 1 - qp.sq_freed_seq;
 }

@@ -247,6 +247,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.post_send.type1_bind_wr_refused = false;
     p.checks_response_sges_on_arrival = true;
     p.fence_waits_for_later_reads_on_retry = true;
+    p.flush_overrides_failures = true;
     p.gathers_per_packet = true;
     StrongMemory(p);
     p.ipv4_ttl = 64;

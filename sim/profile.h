@@ -123,7 +123,13 @@ struct IwarpRules {
   // RTS with its send and receive processing suspended: nothing is flushed,
   // later WRs wait in the rings, until the application moves it to ERR
   // (siw_qp_cm_drop clears the endpoint's QP, so siw_qp_llp_close never
-  // runs for it).
+  // runs for it). The responder's READ RESPONSE is such a transmit too: a
+  // READ whose source fails the check (siw_qp_tx.c siw_qp_sq_proc_tx)
+  // leaves the responder suspended, its receives unflushed, while the
+  // requester gets the TERMINATE. While suspended so, the first WR posted to an empty ring
+  // is moved into the send slot by its doorbell (siw_verbs.c siw_post_send
+  // -> siw_activate_tx), freeing its ring slot, and is never sent; the
+  // flush of the later move to ERR completes it twice (seen on siw0).
   bool transmit_errors_keep_rts = false;
 };
 
@@ -363,6 +369,11 @@ struct SimProfile {
   // down and the WRs never complete until the QP moves to ERR. The spec's
   // fence (IBA 10.8.3.3) waits for earlier READs and atomics only.
   bool fence_waits_for_later_reads_on_retry = false;
+  // The flush of a QP entering ERR completes every WR left in its send
+  // queue WR_FLUSH_ERR, one that had already failed but waited behind an
+  // earlier WR included (rxe_comp.c rxe_drain_resp_pkts sets the status of
+  // each); otherwise such a WR keeps its own status.
+  bool flush_overrides_failures = false;
   // A send's or write's local SGEs are checked as a whole before anything
   // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
   // the packets before the one that fails go out, then the WR fails).

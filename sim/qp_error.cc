@@ -48,18 +48,25 @@ void EnterError(QpCore& qp) {
   qp.timer_armed = false;
   qp.timer_event_pending = false;
   ++qp.timer_generation;
-  // Send queue, in post order: a WQE that failed keeps its status.
+  // Send queue, in post order: a WQE that failed keeps its status, unless
+  // the profile says a flush overrides it.
   std::deque<SendWqe> sq = std::move(qp.sq);
   qp.sq.clear();
   qp.req_next = 0;
   qp.rd_atomic_in_flight = 0;
+  const bool keep_failures =
+      !qp.node->fabric->profile().flush_overrides_failures;
   for (const SendWqe& w : sq) {
-    WcStatus status = (w.phase == SendWqe::Phase::kDone &&
+    WcStatus status = (keep_failures && w.phase == SendWqe::Phase::kDone &&
                        w.status != WcStatus::kSuccess)
                           ? w.status
                           : WcStatus::kWrFlushErr;
     PushSendCompletion(qp, w, status);
+    // siw flushes the WR in its send slot twice (IwarpRules).
+    if (w.in_send_slot) PushSendCompletion(qp, w, status);
   }
+  qp.tx_suspended = false;
+  qp.sq_outside_ring = 0;
   // Receive queue: a receive being filled first, then the posted ones.
   std::deque<RecvWqe> rq = std::move(qp.rq);
   qp.rq.clear();
@@ -84,6 +91,7 @@ void EnterError(QpCore& qp) {
 }
 
 void SuspendInRts(QpCore& qp) {
+  qp.tx_suspended = true;
   DropPendingAck(qp);
   qp.req_halted = true;
   qp.rnr_waiting = false;
@@ -106,6 +114,8 @@ void ResetQueues(QpCore& qp) {
   DropPendingAck(qp);
   qp.sq.clear();
   qp.rq.clear();
+  qp.tx_suspended = false;
+  qp.sq_outside_ring = 0;
   // RESET empties the send queue: every slot is free again, held or not.
   qp.sq_freed_seq = qp.next_wqe_seq - 1;
   qp.req_next = 0;

@@ -631,6 +631,15 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       PushSendCompletion(qp, w, WcStatus::kWrFlushErr);
       continue;
     }
+    if (qp.tx_suspended && qp.sq_outside_ring == 0 &&
+        qp.req_next >= qp.sq.size()) {
+      // Suspended, with nothing waiting in the ring: the doorbell moves
+      // this WR into the send slot, where it stays (IwarpRules).
+      w.in_send_slot = true;
+      ++qp.sq_outside_ring;
+      qp.sq.push_back(std::move(w));
+      continue;
+    }
     if (profile.iwarp.refuses_at_activation && RefusedAtActivation(wr)) {
       // The doorbell starts the first WR of the post only when nothing is
       // waiting to be sent (an earlier refused WR included).

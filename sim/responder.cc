@@ -228,6 +228,14 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
     return;
   }
   if (!RkeyGrants(qp, p.rkey, p.va, p.dma_len, ReadSourceRights(qp))) {
+    if (profile.iwarp.transmit_errors_keep_rts) {
+      // Found as the response is to be sent: the requester gets the
+      // TERMINATE, this QP stays in RTS, suspended (IwarpRules).
+      if (FlushPlacementsLeftErr(qp)) return;
+      SendAck(qp, p.psn, NakSyndrome(NakCode::kRemoteAccessError));
+      SuspendInRts(qp);
+      return;
+    }
     FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
     return;
   }

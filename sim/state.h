@@ -181,6 +181,8 @@ struct SendWqe {
   // Failed by the requester's own checks as it was to be sent (a bad local
   // SGE, an opcode the QP type lacks), not by a response or a NAK.
   bool failed_at_transmit = false;
+  // siw: moved into the send slot of a suspended QP (QpCore::tx_suspended).
+  bool in_send_slot = false;
 };
 
 // An RDMA write packet whose data has partly landed: the 64-byte chunks
@@ -254,6 +256,11 @@ struct QpCore {
   uint32_t req_psn = 0;
   int rd_atomic_in_flight = 0;
   bool req_halted = false;  // a local error stopped the requester
+  // siw: suspended in RTS after a WR failed at transmit (SuspendInRts);
+  // the WR a later doorbell moved out of the ring into the send slot, where
+  // it waits, never sent (1 or 0 of them).
+  bool tx_suspended = false;
+  uint32_t sq_outside_ring = 0;
   // Completer: retry state and the retransmission timer.
   int retry_left = 0;
   int rnr_left = 0;

@@ -178,6 +178,10 @@ struct Expectations {
   bool cq_overflow_errors_qps = true;
   // a receive posted in ERR is flushed at once.
   bool flushes_recv_posted_in_err = true;
+  // a WR that failed behind an outstanding one is completed WR_FLUSH_ERR by
+  // the flush of a move to ERR (rxe_comp.c rxe_drain_resp_pkts), not with
+  // its own status;
+  bool flush_overrides_failures = false;
   // a fenced READ is refused when the device starts it: post_send says
   // EINVAL, the WR stays in the send ring, blocks what follows and is
   // flushed by a move to ERR (siw_activate_tx: "cannot fence read");

@@ -23,8 +23,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-// A key no MR has: the top bit flipped.
-uint32_t BadKey(uint32_t key) { return key ^ 0x80000000u; }
 
 // On iWARP (Expectations::remote_errors_terminate) an error ends the
 // connection: the side that detects it sends a TERMINATE and both QPs go to

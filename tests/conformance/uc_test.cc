@@ -119,8 +119,6 @@ class UcSizeTest : public UcFixture<ProviderTestWithParam<UcSize>> {
   uint32_t Bytes() const { return param().mtus * Mtu() + param().extra; }
 };
 
-// A key no MR has: the top bit flipped.
-uint32_t BadKey(uint32_t key) { return key ^ 0x80000000u; }
 
 TEST_P(UcSizeTest, SendArrivesIntact) {
   const uint32_t len = Bytes();
