@@ -3,7 +3,7 @@
 verbdiff logs: every seed that diverged in any of them, with the classes of
 its differences.
 
-    known_from_logs.py KIND LOG... > tools/difftest/known_KIND.txt
+    known_from_logs.py rxe LOG... > the known list of rxe (known_rxe.txt)
 """
 import re
 import sys
