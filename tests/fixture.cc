@@ -498,5 +498,11 @@ absl::StatusOr<std::unique_ptr<Ah>> CreateAhTo(Pd* pd, const Gid& dgid,
   return pd->CreateAh(attr);
 }
 
+absl::Status MoveToErr(Qp* qp) {
+  QpAttr err;
+  err.qp_state = QpState::kErr;
+  return qp->Modify(err, kQpState);
+}
+
 }  // namespace testing
 }  // namespace verbsim

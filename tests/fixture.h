@@ -203,6 +203,8 @@ absl::StatusOr<std::vector<WorkCompletion>> AwaitN(
     Cq* cq, int n, absl::Duration timeout = kTimeout);
 // Polls `cq` for `quiet` and returns whatever arrived (tests expect none).
 std::vector<WorkCompletion> Drain(Cq* cq, absl::Duration quiet = kQuiet);
+// Moves `qp` to ERR (ibv_modify_qp with IBV_QP_STATE alone).
+absl::Status MoveToErr(Qp* qp);
 // A key no MR has: `key` with its top bit flipped.
 inline uint32_t BadKey(uint32_t key) { return key ^ 0x80000000u; }
 

@@ -55,9 +55,7 @@ TEST_P(FenceRetryTest, AFencedSendRetriedBehindALaterRead) {
   EXPECT_THAT(Drain(p->client().send_cq(), absl::Milliseconds(300)),
               IsEmpty());
   ExpectQpState(p->client().qp(), QpState::kRts);
-  QpAttr err;
-  err.qp_state = QpState::kErr;
-  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  ASSERT_OK(MoveToErr(p->client().qp()));
   ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
                        AwaitN(p->client().send_cq(), 2));
   EXPECT_THAT(wcs, ElementsAre(WcFlushed(1u), WcFlushed(2u)));

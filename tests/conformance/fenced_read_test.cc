@@ -46,9 +46,7 @@ TEST_P(FencedReadTest, AFencedReadIsTakenOrBlocksTheRing) {
                                   p->smr->rkey()));
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
   EXPECT_NE(p->cbuf.Bytes(0, 64), p->sbuf.Bytes(0, 64));
-  QpAttr err;
-  err.qp_state = QpState::kErr;
-  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  ASSERT_OK(MoveToErr(p->client().qp()));
   ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
                        AwaitN(p->client().send_cq(), 2));
   EXPECT_THAT(wcs, ElementsAre(WcFlushed(1u), WcFlushed(2u)));

@@ -45,9 +45,7 @@ TEST_P(FlushStatusTest, AFailedWrBehindAnOutstandingRead) {
   bad.lkey = BadKey(p->cmr->lkey());
   ASSERT_OK(p->client().Post(MakeWr(WrOpcode::kSend, 2, {&bad, 1})));
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
-  QpAttr err;
-  err.qp_state = QpState::kErr;
-  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  ASSERT_OK(MoveToErr(p->client().qp()));
   ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
                        AwaitN(p->client().send_cq(), 2));
   EXPECT_THAT(wcs[0], WcFlushed(1u)) << wcs[0];

@@ -695,9 +695,7 @@ TEST_P(RcErrorTest, ModifyToErrFlushesOutstandingSends) {
 // ring; rxe_qp_error runs the responder, which drains it).
 TEST_P(RcErrorTest, AMoveToErrFlushesReceivesPostedInErr) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
-  QpAttr err;
-  err.qp_state = QpState::kErr;
-  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  ASSERT_OK(MoveToErr(p->client().qp()));
   ExpectQpState(p->client().qp(), QpState::kErr);
   ASSERT_OK(p->client().PostRecv(31, p->cbuf.data(), 16, p->cmr.get()));
   ASSERT_OK(p->client().PostRecv(32, p->cbuf.data(), 16, p->cmr.get()));
@@ -708,7 +706,7 @@ TEST_P(RcErrorTest, AMoveToErrFlushesReceivesPostedInErr) {
   } else {
     EXPECT_THAT(Drain(p->client().recv_cq()), IsEmpty());
   }
-  ASSERT_OK(p->client().qp()->Modify(err, kQpState));
+  ASSERT_OK(MoveToErr(p->client().qp()));
   if (!expect().flushes_recv_posted_in_err &&
       expect().err_move_flushes_recv_posted_in_err) {
     ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
