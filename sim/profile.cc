@@ -248,6 +248,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.checks_response_sges_on_arrival = true;
     p.fence_waits_for_later_reads_on_retry = true;
     p.flush_overrides_failures = true;
+    p.regathers_on_retransmit = true;
     p.gathers_per_packet = true;
     StrongMemory(p);
     p.ipv4_ttl = 64;

@@ -374,6 +374,12 @@ struct SimProfile {
   // earlier WR included (rxe_comp.c rxe_drain_resp_pkts sets the status of
   // each); otherwise such a WR keeps its own status.
   bool flush_overrides_failures = false;
+  // A send or write sent again (after a timeout, an RNR or a sequence NAK)
+  // reads its buffers again, through their keys (rxe_req.c builds every
+  // packet with copy_data): if an MR it names was deregistered meanwhile,
+  // the retry fails the WR with gather_key_lookup_status (or, for a range
+  // no longer covered, bad_lkey_status).
+  bool regathers_on_retransmit = false;
   // A send's or write's local SGEs are checked as a whole before anything
   // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
   // the packets before the one that fails go out, then the WR fails).

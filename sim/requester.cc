@@ -86,6 +86,33 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
   return true;
 }
 
+// A retransmitted send or write whose buffers are read again
+// (SimProfile::regathers_on_retransmit): false, with w.status set, when a key
+// it names changed and no longer covers them.
+bool RegatherOk(QpCore& qp, SendWqe& w) {
+  const SimProfile& profile = qp.node->fabric->profile();
+  const bool sends_data = w.opcode == WrOpcode::kSend ||
+                          w.opcode == WrOpcode::kSendWithImm ||
+                          w.opcode == WrOpcode::kSendWithInv ||
+                          w.opcode == WrOpcode::kRdmaWrite ||
+                          w.opcode == WrOpcode::kRdmaWriteWithImm;
+  const KeyTable& keys = qp.node->keys;
+  if (!profile.regathers_on_retransmit || !sends_data || w.is_inline ||
+      w.checked_at_changes == keys.changes()) {
+    return true;
+  }
+  const AccessResult r =
+      CheckSgeRange(keys, qp.pd.get(), w.sges, 0, w.length, 0);
+  if (r == AccessResult::kOk) {
+    w.checked_at_changes = keys.changes();
+    return true;
+  }
+  w.status = r == AccessResult::kBadKey || r == AccessResult::kPdMismatch
+                 ? profile.gather_key_lookup_status
+                 : profile.bad_lkey_status;
+  return false;
+}
+
 RcOp SendOpcode(const SendWqe& w, uint32_t index, uint32_t count) {
   const bool imm = w.opcode == WrOpcode::kSendWithImm;
   const bool inv = w.opcode == WrOpcode::kSendWithInv;
@@ -281,6 +308,14 @@ void RequesterRun(QpCore& qp) {
         // packet, so no retry timer either, unless earlier WRs went again.
         if (!sent) return;
         break;
+      }
+      if (!RegatherOk(qp, w)) {
+        w.failed_at_transmit = true;
+        w.phase = SendWqe::Phase::kDone;
+        qp.req_halted = true;
+        ++qp.req_next;
+        CompleterRun(qp);
+        return;
       }
       ++qp.retransmissions;
       SendPackets(qp, w, qp.req_psn);

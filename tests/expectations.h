@@ -182,6 +182,9 @@ struct Expectations {
   // the flush of a move to ERR (rxe_comp.c rxe_drain_resp_pkts), not with
   // its own status;
   bool flush_overrides_failures = false;
+  // a send retried after its MR was deregistered reads the MR again and
+  // fails with gather_key_lookup (rxe_req.c copy_data on every packet);
+  bool regathers_on_retransmit = false;
   // a fenced READ is refused when the device starts it: post_send says
   // EINVAL, the WR stays in the send ring, blocks what follows and is
   // flushed by a move to ERR (siw_activate_tx: "cannot fence read");

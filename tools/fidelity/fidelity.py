@@ -477,8 +477,8 @@ on a rerun is counted as timing and printed. To replay one:
         --a=sim:rxe --b=hw:rxe0 --seeds=52:53
     (and --a=sim:siw --b=hw:siw0)
 
-Campaigns. `bash tools/difftest/campaign.sh --seeds=0:10000 --jobs=4`
-runs many more programs, four verbdiff processes per device in one guest,
+Campaigns. `bash tools/difftest/campaign.sh --seeds=0:10000 --jobs=2`
+runs many more programs, two verbdiff processes per device in one guest,
 and prints per device the programs, the divergences (known, new, timing)
 and programs a second; `--update-known` rewrites the two lists from two
 runs of the fixed set.
@@ -541,6 +541,13 @@ per device):
 - siw, a move from RTS to ERR (or SQD) ends the connection: the peer sees
   the socket close, goes to ERROR and flushes (siw_cm.c, siw_qp.c
   siw_qp_llp_close); the sim's siw profile now tells the peer.
+- rxe, a retry reads its buffers again: every packet rxe sends, a retry's
+  too, is built by reading the buffer through its key (rxe_req.c
+  copy_data), so a SEND or WRITE retried after its MR was deregistered
+  fails LOC_QP_OP_ERR, where the sim's rxe profile had sent the bytes it
+  took at the post again. Found by the 10,000-program campaign.
+  `RetryRegatherTest.ASendRetriedAfterItsMrWasDeregistered`; profile field
+  `regathers_on_retransmit`.
 - rxe, the flush's status: the flush of a move to ERR completes every WR
   left in the send queue WR_FLUSH_ERR, one that had already failed behind
   an outstanding WR included (rxe_comp.c rxe_drain_resp_pkts).
