@@ -48,7 +48,7 @@ cat >"${out}/in_guest.sh" <<GUEST
 #!/bin/bash
 cd "${repo}"
 run() {  # kind, first, end, log, known?
-  "${out}/verbdiff" --a=sim:\$1 --b=hw:\${1}0 --seeds=\$2:\$3 --no-shrink \\
+  "${out}/verbdiff" --a=sim:\$1 --b=hw:\${1}0 --seeds=\$2:\$3 --no-shrink --hang-s=60 \\
     \${5:+--known=tools/difftest/known_\$1.txt} >"\$4" 2>&1
 }
 for kind in rxe siw; do
@@ -90,19 +90,26 @@ for kind in rxe siw; do
 import re, sys
 kind, took, logs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 n = d = known = new = timing = 0
+hangs = []
 for log in logs:
     text = open(log).read()
     m = re.search(r"(\d+) programs, (\d+) diverge \((\d+) known, (\d+) new, "
                   r"(\d+) timing\)", text)
+    hang = re.search(r"seed (\d+) hangs", text)
+    if hang:
+        hangs.append(hang.group(1))
     if not m:
-        print(f"campaign: {log} has no summary", file=sys.stderr)
-        sys.exit(1)
+        print(f"campaign: {log} has no summary" +
+              (f" (seed {hang.group(1)} hangs)" if hang else ""),
+              file=sys.stderr)
+        continue
     n, d, known, new, timing = (x + int(y) for x, y in
                                 zip((n, d, known, new, timing), m.groups()))
 print(f"campaign: sim:{kind} vs hw:{kind}0: {n} programs, {d} diverge "
       f"({known} known, {new} new, {timing} timing), {n / max(took, 1):.1f} "
-      f"programs/s over {took} s")
-sys.exit(1 if new else 0)
+      f"programs/s over {took} s" +
+      (f"; hung at seeds {', '.join(hangs)}" if hangs else ""))
+sys.exit(1 if new or hangs else 0)
 PY
 done
 echo "campaign: logs in ${out}"

@@ -10,6 +10,9 @@
 //   --seeds      the programs' seeds, FIRST up to END (default 0:200)
 //   --ops        operations per program after the set-up (default 24)
 //   --no-shrink  report divergences as generated
+//   --hang-s     a program that runs this long (on both providers, its
+//                reruns and shrinking included) is reported as hanging and
+//                ends the run, exit status 3 (default 600)
 //   --known      a file of seeds known to diverge (known.h): they are
 //                counted, not failed. A seed not in it that diverges is
 //                run twice more and fails the run only if it diverges each
@@ -25,10 +28,14 @@
 // many of them were known, new and timing, and the known seeds that
 // agreed). Exit status 0 when none diverges (with --known: no new one), 1
 // when one does, 2 for bad usage, a known file that does not parse or a
-// provider that does not open.
+// provider that does not open, 3 when a program hangs.
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -49,6 +56,7 @@ struct Args {
   int ops = 24;
   bool shrink = true;
   std::string known;
+  int hang_seconds = 600;
   int64_t print = -1;
   RunOptions run;
 };
@@ -90,6 +98,15 @@ bool Parse(int argc, char** argv, Args* args) {
       if (!absl::SimpleAtoi(v, &args->print) || args->print < 0) {
         std::fprintf(stderr, "verbdiff: --print=%s is not a seed\n",
                      v.c_str());
+        return false;
+      }
+      continue;
+    }
+    if (value("--hang-s", &v)) {
+      if (!absl::SimpleAtoi(v, &args->hang_seconds) ||
+          args->hang_seconds < 1 || args->hang_seconds > 86400) {
+        std::fprintf(stderr, "verbdiff: %s is not 1..86400 s\n",
+                     arg.c_str());
         return false;
       }
       continue;
@@ -159,7 +176,27 @@ int Main(int argc, char** argv) {
   int diverged = 0, known_diverged = 0, fresh = 0, timing = 0;
   std::vector<uint64_t> known_agreed;
   uint64_t run = 0;
+  // A device call that never returns (a kernel or library wait) would hold
+  // the whole run: a watchdog names the program and ends the process.
+  std::atomic<uint64_t> current{args.first};
+  std::atomic<int64_t> started_ns{absl::GetCurrentTimeNanos()};
+  std::thread([&current, &started_ns, hang = args.hang_seconds] {
+    while (true) {
+      absl::SleepFor(absl::Seconds(1));
+      const int64_t since = absl::GetCurrentTimeNanos() - started_ns.load();
+      if (since > int64_t{hang} * 1000000000) {
+        std::fprintf(stdout,
+                     "verbdiff: seed %llu hangs: no result after %d s "
+                     "(replay it alone to see where)\n",
+                     static_cast<unsigned long long>(current.load()), hang);
+        std::fflush(stdout);
+        _exit(3);
+      }
+    }
+  }).detach();
   for (uint64_t seed = args.first; seed < args.end; ++seed, ++run) {
+    current = seed;
+    started_ns = absl::GetCurrentTimeNanos();
     Program p = Generate(seed, args.ops);
     Outcome o = RunBoth(p, args.a, args.b, options);
     if (o.broken) {
