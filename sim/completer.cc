@@ -188,13 +188,23 @@ void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
 // Profiles that check a READ's or an atomic's local SGEs when the response
 // arrives (rxe_comp.c: copy_data into the WQE's SGE list): false, with the
 // WQE failed, when they do not take it. An inline READ has no SGE list.
-bool ResponseSgesOk(QpCore& qp, SendWqe& w) {
+// `offset` and `length` name the bytes of the response at hand; profiles
+// that copy per packet (gathers_per_packet: rxe copies each READ response
+// packet as it comes) check just those, so the packets before a failing
+// one are placed; the others check the whole sink at the first response.
+bool ResponseSgesOk(QpCore& qp, SendWqe& w, uint64_t offset,
+                    uint64_t length) {
   const SimProfile& profile = qp.node->fabric->profile();
   if (!profile.checks_response_sges_on_arrival) return true;
-  const uint64_t length =
-      IsAtomicWr(w.opcode) ? 8 : static_cast<uint64_t>(w.length);
+  if (IsAtomicWr(w.opcode)) {
+    offset = 0;
+    length = 8;
+  } else if (!profile.gathers_per_packet) {
+    if (offset > 0) return true;  // checked whole at the first response
+    length = w.length;
+  }
   if (!w.is_inline &&
-      CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, 0, length,
+      CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, offset, length,
                     kAccessLocalWrite) == AccessResult::kOk) {
     return true;
   }
@@ -220,9 +230,9 @@ void OnReadResponse(QpCore& qp, const Packet& p) {
     CheckImpliedNak(qp, p.psn);
     return;
   }
-  if (w->responses_got == 0 && !ResponseSgesOk(qp, *w)) return;
   const uint64_t offset =
       static_cast<uint64_t>(w->responses_got) * PathMtuBytes(qp);
+  if (!ResponseSgesOk(qp, *w, offset, p.payload.size())) return;
   ScatterTo(w->sges, offset, p.payload.data(), p.payload.size());
   ++w->responses_got;
   if (w->responses_got == w->num_psn) w->phase = SendWqe::Phase::kDone;
@@ -238,7 +248,7 @@ void OnAtomicAck(QpCore& qp, const Packet& p) {
     CheckImpliedNak(qp, p.psn);
     return;
   }
-  if (!ResponseSgesOk(qp, *w)) return;
+  if (!ResponseSgesOk(qp, *w, 0, 8)) return;
   uint8_t bytes[8];
   std::memcpy(bytes, &p.atomic_orig, 8);
   ScatterTo(w->sges, 0, bytes, 8);

@@ -182,6 +182,10 @@ struct Expectations {
   // the flush of a move to ERR (rxe_comp.c rxe_drain_resp_pkts), not with
   // its own status;
   bool flush_overrides_failures = false;
+  // a READ whose sink runs out of its MR partway places the response
+  // packets before the first that does not fit (rxe_comp.c copy_data per
+  // packet); elsewhere the sink is checked whole and nothing is placed;
+  bool places_read_packets_before_a_bad_one = false;
   // a send retried after its MR was deregistered reads the MR again and
   // fails with gather_key_lookup (rxe_req.c copy_data on every packet);
   bool regathers_on_retransmit = false;

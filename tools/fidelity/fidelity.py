@@ -493,7 +493,7 @@ per device):
 | the runner's settle time; rxe's flush on a second move to ERR | 33, 26 (two runs) | 84, 80 |
 | siw checks a READ's sink when its response arrives | 25 | 67 |
 | rxe's fenced retry; the 61.44 ms RNR timer; siw's refused starts, suspended RTS and peer drop | 6 | 18 |
-| rxe's flush status; siw's READ source check at the responder | 4, 6 (two runs) | 15, 19 |
+| rxe's flush status; siw's READ source check at the responder | 4 (6 seeds over two more runs) | 15 (19 seeds over two more runs) |
 
 - siw, posting to a QP out of RTS. libsiw writes every valid WR into its
   send ring before it rings the doorbell, which the kernel answers with
@@ -548,6 +548,13 @@ per device):
   took at the post again. Found by the 10,000-program campaign.
   `RetryRegatherTest.ASendRetriedAfterItsMrWasDeregistered`; profile field
   `regathers_on_retransmit`.
+- rxe, a READ whose sink ends partway: rxe copies each response packet as
+  it comes (rxe_comp.c copy_data), so the packets before the first that
+  does not fit are in memory when the READ fails LOC_PROT_ERR; the sim's
+  rxe profile had checked the whole sink first and placed nothing (the
+  campaign's "bytes differ" programs). `ReadSinkTest.ASinkThatEndsPartway
+  PlacesWhatTheDevicePlaces`; `gathers_per_packet` now covers READ
+  responses.
 - rxe, the flush's status: the flush of a move to ERR completes every WR
   left in the send queue WR_FLUSH_ERR, one that had already failed behind
   an outstanding WR included (rxe_comp.c rxe_drain_resp_pkts).
