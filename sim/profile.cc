@@ -315,6 +315,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
         (1u << static_cast<int>(WrOpcode::kBindMw));
     p.post_send.library_sge_limit = 6;
     p.post_send.library_inline_limit = 80;
+    p.post_send.full_queue_checked_first = true;
     p.post_send.recv_may_have_no_sge = false;
     // siw_verbs.c siw_verbs_modify_qp maps the state and the access flags
     // and ignores the IB attributes (and ib_core does not check them for an

@@ -61,6 +61,10 @@ struct PostSendChecks {
   // Likewise the inline limit: the QP's max_inline_data (0), or the
   // library's (libsiw push_send_wqe: SIW_MAX_INLINE, 80).
   uint32_t library_inline_limit = 0;
+  // A full send queue is found before anything about the WR itself
+  // (libsiw siw_post_send tests the ring slot's VALID flag before
+  // push_send_wqe looks at the WR: ENOMEM wins over EINVAL).
+  bool full_queue_checked_first = false;
   // A receive may have no SGE (a zero-byte receive); libsiw push_recv_wqe
   // refuses num_sge 0 (EINVAL).
   bool recv_may_have_no_sge = true;

@@ -597,8 +597,11 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
     if (bad_index != nullptr) *bad_index = i;
     const SendWr& wr = wrs[i];
     const ResolvedWr& r = i < resolved.size() ? resolved[i] : kNone;
-    absl::Status s = CheckSendWr(qp, wr, r);
-    if (s.ok() && SqSlotsHeld(qp) >= qp.cap.max_send_wr) {
+    const bool full = SqSlotsHeld(qp) >= qp.cap.max_send_wr;
+    absl::Status s = full && profile.post_send.full_queue_checked_first
+                         ? absl::OkStatus()
+                         : CheckSendWr(qp, wr, r);
+    if (s.ok() && full) {
       // Where a completed WR keeps its slot until a completion of its send
       // queue is polled (SimProfile::sq_slots_held_until_polled; mlx5
       // providers/mlx5/qp.c mlx5_wq_overflow), say how many are waiting.
