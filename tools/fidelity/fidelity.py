@@ -555,11 +555,31 @@ per device):
   campaign's "bytes differ" programs). `ReadSinkTest.ASinkThatEndsPartway
   PlacesWhatTheDevicePlaces`; `gathers_per_packet` now covers READ
   responses.
+- siw, a full ring before a bad WR: libsiw tests the ring slot before it
+  looks at the WR (siw_post_send, push_send_wqe), so a full ring answers
+  ENOMEM where the WR itself would be EINVAL; the siw profile checked the
+  WR first in RTS (`full_queue_checked_first`; the campaign's "a post
+  answered differently" programs).
 - rxe, the flush's status: the flush of a move to ERR completes every WR
   left in the send queue WR_FLUSH_ERR, one that had already failed behind
   an outstanding WR included (rxe_comp.c rxe_drain_resp_pkts).
   `FlushStatusTest.AFailedWrBehindAnOutstandingRead`; profile field
   `flush_overrides_failures`.
+
+The first campaign ran seeds 0 to 9999 on each device (commit d928747,
+before the last four fixes above, two processes per device): sim:rxe vs
+hw:rxe0, 10,000 programs, 437 diverged: 2 known, 251 that agreed on a
+rerun (timing: part of the run shared the machine's two cores with builds,
+which made the devices late) and 184 that diverged three times; about 2.2
+programs a second per process. On siw one process stopped at seed 290: a
+device call that never returned (verbdiff now names such a seed and ends,
+`--hang-s`); the other ran seeds 5000 to 9999: with the first 290, 5,290
+programs, 549 diverged (439 new, 96 timing). Of rxe's new ones, 13 were the
+retry after a deregistration and 7 the partly placed READ (both fixed
+above); siw's most common were a post answered differently (63, the ring's
+order, fixed above, and its accounting in a suspended QP) and the statuses
+a suspended QP's WRs end with. So the campaign does not yet end without
+unexplained divergences: what remains is listed next.
 
 Still open, the seeds in the two lists (each replays with the command
 above): on rxe, a SEND whose RNR retries outlast a receive posted later
