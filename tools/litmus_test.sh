@@ -41,8 +41,11 @@ skipped=$(grep -c ": skipped, " "${tmp}/out" || true)
 if [[ $((held + skipped)) -ne $((3 * ${#files[@]})) ]]; then
   bad "expected a verdict for each of ${#files[@]} files on 3 profiles, got ${held} held and ${skipped} skipped"
 fi
-# Skips name what the device lacks (siw: no atomics, no immediate data).
-[[ "${skipped}" -eq 3 ]] || bad "expected 3 skips (siw: two with atomics, one with immediate data), got ${skipped}"
+# Skips name what the device lacks (siw: no atomics, no immediate data, and
+# it does not start a fenced READ).
+[[ "${skipped}" -eq 4 ]] || bad "expected 4 skips (siw: two with atomics, one with immediate data, one with a fenced READ), got ${skipped}"
+grep -q "write-then-read-fenced on sim:siw: skipped, the device does not start a fenced READ" "${tmp}/out" ||
+  bad "write-then-read-fenced on siw: no skip naming the fenced READ"
 
 # Each weak behaviour of the model shows on ibta with its rule.
 expect 0 "" docs/litmus/buffer-reuse.litmus docs/litmus/mp-flag.litmus \

@@ -62,6 +62,11 @@ std::string Missing(const LitmusTest &t, const sim::SimProfile &p) {
       if (w == "fadd" && p.device.atomic_cap == AtomicCap::kNone) {
         return "the device has no atomics";
       }
+      if (w == "fence" && s.words.size() > 2 && s.words[2] == "read" &&
+          p.iwarp.refuses_at_activation) {
+        // siw_qp.c siw_activate_tx: "cannot fence read" (IwarpRules).
+        return "the device does not start a fenced READ";
+      }
       if (absl::StartsWith(w, "imm=") &&
           (p.post_send.refused_opcodes &
            (1u << static_cast<int>(WrOpcode::kRdmaWriteWithImm)))) {
