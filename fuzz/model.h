@@ -134,6 +134,11 @@ struct ProfileRules {
   // A READ's or atomic's local SGEs are checked when the response arrives
   // (rxe_comp.c): an atomic with a bad lkey is executed remotely first.
   bool checks_response_sges_on_arrival = false;
+  // A fenced WR sent again after a timeout waits until no READ or atomic
+  // is in flight, its own credit and those of later WRs included
+  // (sim/profile.h fence_waits_for_later_reads_on_retry): the requester
+  // stalls and its WRs stay uncompleted.
+  bool fence_waits_for_later_reads_on_retry = false;
   bool one_key_for_both = false;
   bool rkey_needs_remote_access = false;
   uint32_t ignored_access_bits = 0;

@@ -80,6 +80,7 @@ ProfileRules RulesFor(const std::string& profile) {
     r.post_send.atomic_target_aligned_at_post = true;
     r.post_send.type1_bind_wr_refused = false;
     r.checks_response_sges_on_arrival = true;
+    r.fence_waits_for_later_reads_on_retry = true;
     r.one_key_for_both = true;
     r.rkey_needs_remote_access = true;
     r.ignored_access_bits = (1u << 7) | 0x3ff00000u;

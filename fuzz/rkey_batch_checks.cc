@@ -34,7 +34,15 @@ BatchExpectation RkeyHarness::ModelBatch(const std::vector<BatchWr>& wrs,
     if (e.responder_error) {
       // The responder went to ERR without NAKing the requester (rxe's
       // failed SEND_WITH_INV): it drops what arrives, so this WR's
-      // retries run out and the rest are flushed.
+      // retries run out and the rest are flushed; unless this WR is fenced
+      // and its retry waits for READs that wait for it.
+      if (RetryStalls(wrs, i, accepted)) {
+        FUZZ_NOTE(absl::StrCat("  model: wr ", b.wr.wr_id,
+                               " -> its retry stalls behind READ credits;"
+                               " nothing more completes"));
+        e.requester_stalled = true;
+        break;
+      }
       e.want_send.push_back(
           {b.wr.wr_id, {WcStatus::kRetryExcErr}, op, 0, false, 0});
       e.requester_error = true;
@@ -118,6 +126,29 @@ BatchExpectation RkeyHarness::ModelBatch(const std::vector<BatchWr>& wrs,
   return e;
 }
 
+bool RkeyHarness::RetryStalls(const std::vector<BatchWr>& wrs, size_t first,
+                              size_t accepted) const {
+  if (!rules_.fence_waits_for_later_reads_on_retry ||
+      !(wrs[first].wr.send_flags & kSendFence)) {
+    return false;
+  }
+  // The WRs sent before the retry timer fires: every earlier READ and
+  // atomic has its response by then, so from `first` on they go out in
+  // order until a fenced one finds a READ or atomic in flight or the
+  // initiator depth is used up. The harness's local SGEs are always valid,
+  // so none fails at transmit.
+  size_t in_flight = 0;
+  for (size_t j = first; j < accepted; ++j) {
+    if ((wrs[j].wr.send_flags & kSendFence) && in_flight > 0) break;
+    const bool rd_atomic =
+        wrs[j].kind == RemoteKind::kRead || IsAtomic(wrs[j].kind);
+    if (!rd_atomic) continue;
+    if (in_flight == pair_->client_attr.max_rd_atomic) break;
+    ++in_flight;
+  }
+  return in_flight > 0;
+}
+
 void RkeyHarness::CheckBatch(const std::vector<BatchWr>& wrs,
                              const BatchExpectation& e) {
   pair_->fabric->RunUntilIdle();
@@ -157,6 +188,7 @@ void RkeyHarness::CheckBatch(const std::vector<BatchWr>& wrs,
 
   const QpState cs = pair_->client().qp()->state();
   const QpState ss = pair_->server().qp()->state();
+  // A stalled requester stays in RTS (requester_error is unset then).
   const QpState want_cs = e.requester_error ? QpState::kErr : QpState::kRts;
   const QpState want_ss = e.responder_error ? QpState::kErr : QpState::kRts;
   if (cs != want_cs || ss != want_ss) {

@@ -96,6 +96,10 @@ struct BatchExpectation {
   std::vector<Touch> touches;  // one per accepted WR
   bool requester_error = false;
   bool responder_error = false;
+  // The requester's retry stalls (ProfileRules::
+  // fence_waits_for_later_reads_on_retry): the WRs left never complete and
+  // the client QP stays in RTS.
+  bool requester_stalled = false;
 };
 
 class RkeyHarness {
@@ -144,6 +148,11 @@ class RkeyHarness {
   // --- What a batch does (rkey_batch_checks.cc) ---
   // Runs the first `accepted` WRs through the model, in order, and applies
   // their effects to the shadows.
+  // Whether the retry of wrs[first], the first WR after the responder
+  // went to ERR silently, stalls under
+  // ProfileRules::fence_waits_for_later_reads_on_retry.
+  bool RetryStalls(const std::vector<BatchWr>& wrs, size_t first,
+                   size_t accepted) const;
   BatchExpectation ModelBatch(const std::vector<BatchWr>& wrs,
                               size_t accepted);
   // Runs the fabric and checks the CQs, the memory and the QP states
