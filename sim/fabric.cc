@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "sim/mcast_presence.h"
 #include "sim/peer_liveness.h"  // ~Fabric releases the liveness table
+#include "sim/thread_state.h"
 #include "sim/transport.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"
@@ -98,8 +99,11 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
       seen_calls = calls;
       quiet_since = now;
     }
-    const bool app_idle = callers_.load(std::memory_order_relaxed) == 0 &&
-                          now - quiet_since >= kHelperGrace;
+    const bool app_idle =
+        callers_.load(std::memory_order_relaxed) == 0 &&
+        now - quiet_since >= kHelperGrace &&
+        (now - quiet_since >= kHelperGraceRunnable ||
+         !ThreadIsRunnable(last_app_tid_.load(std::memory_order_relaxed)));
     const int64_t cap = frozen_ ? now_ns_ : INT64_MAX;
     if (app_idle && udp_ == nullptr && !events_.empty() &&
         events_.top().at_ns <= cap) {

@@ -30,6 +30,7 @@
 #include "sim/packet.h"
 #include "sim/profile.h"
 #include "sim/state.h"
+#include "sim/thread_state.h"
 #include "sim/trace.h"
 
 namespace verbsim::sim {
@@ -173,6 +174,8 @@ class Fabric {
         fabric_.app_calls_.store(
             fabric_.app_calls_.load(std::memory_order_relaxed) + 1,
             std::memory_order_relaxed);
+        fabric_.last_app_tid_.store(CurrentThreadTid(),
+                                    std::memory_order_relaxed);
       }
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_);
       // In real time (UDP transport) "now" is the wall clock of the call,
@@ -203,10 +206,16 @@ class Fabric {
   // kHelperGrace of real time; until then they wait for the application's
   // own calls to produce what they wait for. So a program that polls gets
   // the same run from the same seed, and one that blocks on a completion
-  // channel or the async event fd still sees time pass.
+  // channel or the async event fd still sees time pass. When the thread
+  // that called in last is runnable rather than asleep (the kernel's view,
+  // /proc/self/task/TID/stat), it was only preempted or is computing, as a
+  // polling loop on a loaded machine is: the helper then waits
+  // kHelperGraceRunnable instead, so that such a program keeps its run.
   static void MarkHelperThread() { helper_thread_ = true; }
   static bool IsHelperThread() { return helper_thread_; }
   static constexpr absl::Duration kHelperGrace = absl::Milliseconds(2);
+  static constexpr absl::Duration kHelperGraceRunnable =
+      absl::Milliseconds(50);
 
   // --- Public, thread-safe ---------------------------------------------
   // Runs events until none is left or `max_virtual` of virtual time passed.
@@ -486,6 +495,11 @@ class Fabric {
   // application away when no call is in progress (callers_) and this stays
   // the same for kHelperGrace.
   std::atomic<uint64_t> app_calls_{0};
+  // The kernel thread id of the application thread that called in last. In
+  // a child after fork(2) it may name the parent's thread (CurrentThreadTid
+  // caches it); that thread is not the child's, so the child's helpers
+  // keep to kHelperGrace.
+  std::atomic<int> last_app_tid_{0};
   static inline thread_local bool helper_thread_ = false;
   // A helper's blocking wait (DriveUntil).
   bool HelperWait(Lock& lock, const std::function<bool()>& done,

@@ -1,7 +1,9 @@
 // The sim's progress model: nothing moves until someone polls, waits or runs
 // the fabric; the same calls give the same virtual time and packets; several
 // threads may post and poll.
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "core/provider.h"
 #include "gtest/gtest.h"
 #include "sim/sim_provider.h"
+#include "sim/thread_state.h"
 
 namespace verbsim::sim {
 namespace {
@@ -153,6 +156,51 @@ TEST(SimProgress, PostAndPollFromSeveralThreads) {
   }
   receiver.join();
   EXPECT_EQ(src, dst);
+}
+
+// The helpers' test of an application thread (Fabric::HelperWait): the
+// thread asking is running, so runnable; a thread blocked on a condition
+// variable is asleep; an id that names no thread of the process is not
+// runnable.
+TEST(SimProgress, AThreadBlockedIsNotRunnableAndARunningOneIs) {
+  const int me = CurrentThreadTid();
+  ASSERT_GT(me, 0);
+  EXPECT_EQ(CurrentThreadTid(), me);
+  EXPECT_TRUE(ThreadIsRunnable(me));
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int waiter_tid = 0;
+  std::thread waiter([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    waiter_tid = CurrentThreadTid();
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  int tid = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return waiter_tid != 0; });
+    tid = waiter_tid;
+  }
+  EXPECT_NE(tid, me);
+  // It goes to sleep in the kernel soon after it released the lock.
+  bool asleep = false;
+  for (int i = 0; i < 5000 && !asleep; ++i) {
+    asleep = !ThreadIsRunnable(tid);
+    if (!asleep) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(asleep) << "thread " << tid << " never seen asleep";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  waiter.join();
+  EXPECT_FALSE(ThreadIsRunnable(tid)) << "a thread that has exited";
+  EXPECT_FALSE(ThreadIsRunnable(0));
+  EXPECT_FALSE(ThreadIsRunnable(-1));
 }
 
 }  // namespace

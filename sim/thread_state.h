@@ -1,0 +1,22 @@
+// What the kernel says of a thread of this process: its id, and whether it
+// is runnable (running or waiting for a CPU) rather than asleep. The
+// fabric's helper threads use it to tell an application blocked on a
+// descriptor from one that was only preempted (Fabric::HelperWait).
+#ifndef VERBSIM_SIM_THREAD_STATE_H_
+#define VERBSIM_SIM_THREAD_STATE_H_
+
+namespace verbsim::sim {
+
+// The calling thread's kernel thread id (gettid(2)), cached per thread. A
+// child after fork(2) keeps its parent's cached id, which names no thread
+// of the child.
+int CurrentThreadTid();
+
+// Whether thread `tid` of this process is runnable: state R in
+// /proc/self/task/TID/stat (proc(5)). False for a thread asleep or
+// stopped, for one that does not exist, and when /proc cannot be read.
+bool ThreadIsRunnable(int tid);
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_THREAD_STATE_H_
