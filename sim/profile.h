@@ -132,8 +132,13 @@ struct IwarpRules {
   // leaves the responder suspended, its receives unflushed, while the
   // requester gets the TERMINATE. While suspended so, the first WR posted to an empty ring
   // is moved into the send slot by its doorbell (siw_verbs.c siw_post_send
-  // -> siw_activate_tx), freeing its ring slot, and is never sent; the
-  // flush of the later move to ERR completes it twice (seen on siw0).
+  // -> siw_activate_tx), freeing its ring slot, and is never sent. The
+  // flush of the later move to ERR completes the outstanding READs first,
+  // then the WR in the slot, then the ring (siw_qp.c siw_sq_flush): a READ
+  // in the slot is an outstanding READ too (siw_activate_tx puts it there),
+  // so it is completed twice, any other WR once (both seen on siw0). A WR
+  // the kernel refuses to start (refuses_at_activation) is refused by that
+  // doorbell and stays in the ring.
   bool transmit_errors_keep_rts = false;
 };
 

@@ -62,8 +62,10 @@ void EnterError(QpCore& qp) {
                           ? w.status
                           : WcStatus::kWrFlushErr;
     PushSendCompletion(qp, w, status);
-    // siw flushes the WR in its send slot twice (IwarpRules).
-    if (w.in_send_slot) PushSendCompletion(qp, w, status);
+    // siw flushes a READ in its send slot twice (IwarpRules).
+    if (w.in_send_slot && w.opcode == WrOpcode::kRdmaRead) {
+      PushSendCompletion(qp, w, status);
+    }
   }
   qp.tx_suspended = false;
   qp.sq_outside_ring = 0;

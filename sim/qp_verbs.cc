@@ -634,16 +634,10 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       PushSendCompletion(qp, w, WcStatus::kWrFlushErr);
       continue;
     }
-    if (qp.tx_suspended && qp.sq_outside_ring == 0 &&
-        qp.req_next >= qp.sq.size()) {
-      // Suspended, with nothing waiting in the ring: the doorbell moves
-      // this WR into the send slot, where it stays (IwarpRules).
-      w.in_send_slot = true;
-      ++qp.sq_outside_ring;
-      qp.sq.push_back(std::move(w));
-      continue;
-    }
     if (profile.iwarp.refuses_at_activation && RefusedAtActivation(wr)) {
+      // Refused before anything else, on a suspended QP too: the doorbell
+      // tries to start it and siw_activate_tx refuses it, so it stays in
+      // the ring and never reaches the send slot (seen on siw0).
       // The doorbell starts the first WR of the post only when nothing is
       // waiting to be sent (an earlier refused WR included).
       const bool starts_now = i == 0 && qp.req_next >= qp.sq.size();
@@ -657,6 +651,15 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
                      (wr.send_flags & kSendInline) ? " with INLINE"
                                                    : " with FENCE");
       }
+      continue;
+    }
+    if (qp.tx_suspended && qp.sq_outside_ring == 0 &&
+        qp.req_next >= qp.sq.size()) {
+      // Suspended, with nothing waiting in the ring: the doorbell moves
+      // this WR into the send slot, where it stays (IwarpRules).
+      w.in_send_slot = true;
+      ++qp.sq_outside_ring;
+      qp.sq.push_back(std::move(w));
       continue;
     }
     qp.sq.push_back(std::move(w));

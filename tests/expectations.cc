@@ -138,6 +138,7 @@ Expectations Siw() {
   e.flushes_recv_posted_in_err = false;
   e.err_move_flushes_recv_posted_in_err = false;
   e.refuses_fenced_read = true;
+  e.transmit_errors_suspend = true;
   e.raises_last_wqe_reached = false;
   e.node_type = 4;  // IBV_NODE_RNIC
   e.wrapping_range_errno = EFAULT;

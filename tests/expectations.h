@@ -249,6 +249,11 @@ struct Expectations {
   // a TERMINATE, both QPs go to ERR and the requester's outstanding WRs are
   // flushed; WRs posted after the error race the TERMINATE.
   bool remote_errors_terminate = false;
+  // A WR that fails as it is sent (a bad lkey) leaves the QP in RTS with
+  // its transmission suspended, not in ERR: the WRs posted after it wait,
+  // the first in the send slot, until a move to ERR flushes them, a READ in
+  // the slot twice (siw: siw_qp_sq_process, siw_sq_flush).
+  bool transmit_errors_suspend = false;
   // Receiver-not-ready flow control and transport retries (retry_cnt and
   // the local ACK timeout): iWARP has neither, TCP carries the data.
   bool has_rnr = true;

@@ -1,0 +1,126 @@
+// After a WR fails as it is sent (its lkey names no MR). The spec's
+// requester moves the QP to ERR and flushes the WRs behind it (IBA
+// 10.7.3.1). siw completes the WR with its error and ends the connection,
+// but leaves the QP in RTS with transmission suspended (siw_qp_tx.c
+// siw_qp_sq_process): later posts are taken and wait, the first in the
+// send slot and the rest in the ring, until the application moves the QP
+// to ERR. That flush completes the outstanding READs, then the WR in the
+// slot, then the ring (siw_qp.c siw_sq_flush), so a READ in the slot, also
+// outstanding, is flushed twice; and a fenced READ, which siw never starts,
+// is refused by the doorbell and stays in the ring (siw_activate_tx). Found
+// by the differential runs (docs/fidelity.md).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/types.h"
+#include "core/verbs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fixture.h"
+#include "tests/matchers.h"
+
+namespace verbsim {
+namespace testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+class SuspendedQpTest : public ProviderTest {
+ protected:
+  // Posts a signaled SEND (wr_id 1) whose lkey names no MR and awaits its
+  // completion, which carries the device's local error.
+  void FailASendAtTransmit(RcPair& p) {
+    Sge bad = SgeOf(*p.cmr, 0, 64);
+    bad.lkey = BadKey(p.cmr->lkey());
+    ASSERT_OK(p.client().Post(MakeWr(WrOpcode::kSend, 1, {&bad, 1})));
+    ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p.client().send_cq()));
+    EXPECT_THAT(wc, WcStatusIn(expect().bad_lkey)) << wc;
+    EXPECT_EQ(wc.wr_id, 1u);
+  }
+
+  SendWr Read(RcPair& p, const Sge& sge, uint64_t wr_id) {
+    SendWr read = MakeWr(WrOpcode::kRdmaRead, wr_id, {&sge, 1});
+    read.rdma.remote_addr = p.sbuf.addr();
+    read.rdma.rkey = p.smr->rkey();
+    return read;
+  }
+};
+
+TEST_P(SuspendedQpTest, WrsPostedAfterATransmitErrorWaitForTheFlush) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  FailASendAtTransmit(*p);
+  const Sge sge = SgeOf(*p->cmr, 0, 64);
+  if (!expect().transmit_errors_suspend) {
+    // In ERR: what is posted now is flushed (or, where the device takes
+    // WRs posted in ERR without completing them, nothing comes).
+    ASSERT_OK(p->client().Post(Read(*p, sge, 2)));
+    if (expect().flushes_send_posted_in_err) {
+      ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
+      EXPECT_THAT(wc, WcFlushed(2u)) << wc;
+    } else {
+      EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+    }
+    return;
+  }
+  // Suspended in RTS: a READ moves into the send slot, a WRITE waits in
+  // the ring, and neither is sent.
+  ASSERT_OK(p->client().Post(Read(*p, sge, 2)));
+  ASSERT_OK(p->client().PostWrite(3, p->cbuf.data(), 64, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr() + 1024,
+                                  p->smr->rkey()));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+  ASSERT_OK(MoveToErr(p->client().qp()));
+  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                       AwaitN(p->client().send_cq(), 3));
+  EXPECT_THAT(wcs, ElementsAre(WcFlushed(2u), WcFlushed(2u), WcFlushed(3u)));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+}
+
+TEST_P(SuspendedQpTest, ASendInTheSlotIsFlushedOnce) {
+  if (!expect().transmit_errors_suspend) {
+    GTEST_SKIP() << "a transmit error moves the QP to ERR here "
+                    "(WrsPostedAfterATransmitErrorWaitForTheFlush)";
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  FailASendAtTransmit(*p);
+  const Sge sge = SgeOf(*p->cmr, 0, 64);
+  ASSERT_OK(p->client().Post(MakeWr(WrOpcode::kSend, 2, {&sge, 1})));
+  ASSERT_OK(p->client().Post(Read(*p, sge, 3)));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+  ASSERT_OK(MoveToErr(p->client().qp()));
+  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                       AwaitN(p->client().send_cq(), 2));
+  EXPECT_THAT(wcs, ElementsAre(WcFlushed(2u), WcFlushed(3u)));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+}
+
+TEST_P(SuspendedQpTest, AFencedReadIsRefusedAndStaysInTheRing) {
+  if (!expect().transmit_errors_suspend || !expect().refuses_fenced_read) {
+    GTEST_SKIP() << "a transmit error moves the QP to ERR here "
+                    "(WrsPostedAfterATransmitErrorWaitForTheFlush)";
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  FailASendAtTransmit(*p);
+  const Sge sge = SgeOf(*p->cmr, 0, 64);
+  SendWr fenced = Read(*p, sge, 2);
+  fenced.send_flags |= kSendFence;
+  EXPECT_THAT(p->client().Post(fenced),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_OK(p->client().PostWrite(3, p->cbuf.data(), 64, p->cmr.get(),
+                                  kSendSignaled, p->sbuf.addr() + 1024,
+                                  p->smr->rkey()));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+  ASSERT_OK(MoveToErr(p->client().qp()));
+  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                       AwaitN(p->client().send_cq(), 2));
+  EXPECT_THAT(wcs, ElementsAre(WcFlushed(2u), WcFlushed(3u)));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+}
+
+INSTANTIATE_PROVIDER_TEST_SUITE_P(SuspendedQpTest);
+
+}  // namespace
+}  // namespace testing
+}  // namespace verbsim
