@@ -86,6 +86,17 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
   return true;
 }
 
+// Fails `w`, the WR at qp.req_next, by the requester's own check as it was
+// to be sent (w.status says how): it is done, nothing after it is sent,
+// and the completer reports it in order. `w` may be gone on return.
+void FailAtTransmit(QpCore& qp, SendWqe& w) {
+  w.failed_at_transmit = true;
+  w.phase = SendWqe::Phase::kDone;
+  qp.req_halted = true;
+  ++qp.req_next;
+  CompleterRun(qp);
+}
+
 // A retransmitted send or write whose buffers are read again
 // (SimProfile::regathers_on_retransmit): false, with w.status set, when a key
 // it names changed and no longer covers them.
@@ -241,11 +252,7 @@ void RequesterRun(QpCore& qp) {
       if (w.opcode == WrOpcode::kLocalInv && qp.req_next != 0) break;
       if (!OpcodeValidOn(qp.type, w.opcode)) {
         w.status = WcStatus::kLocQpOpErr;
-        w.failed_at_transmit = true;
-        w.phase = SendWqe::Phase::kDone;
-        qp.req_halted = true;
-        ++qp.req_next;
-        CompleterRun(qp);
+        FailAtTransmit(qp, w);
         return;
       }
       if (!PrepareWqe(qp, w)) {
@@ -256,11 +263,7 @@ void RequesterRun(QpCore& qp) {
           SendPackets(qp, w, w.first_psn, w.good_packets);
           qp.req_psn = PsnAdd(w.first_psn, w.good_packets);
         }
-        w.failed_at_transmit = true;
-        w.phase = SendWqe::Phase::kDone;
-        qp.req_halted = true;
-        ++qp.req_next;
-        CompleterRun(qp);
+        FailAtTransmit(qp, w);
         return;
       }
       if (w.opcode == WrOpcode::kLocalInv || w.opcode == WrOpcode::kBindMw) {
@@ -310,11 +313,7 @@ void RequesterRun(QpCore& qp) {
         break;
       }
       if (!RegatherOk(qp, w)) {
-        w.failed_at_transmit = true;
-        w.phase = SendWqe::Phase::kDone;
-        qp.req_halted = true;
-        ++qp.req_next;
-        CompleterRun(qp);
+        FailAtTransmit(qp, w);
         return;
       }
       ++qp.retransmissions;
