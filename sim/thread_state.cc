@@ -9,10 +9,7 @@
 
 namespace verbsim::sim {
 
-int CurrentThreadTid() {
-  static thread_local const int tid = static_cast<int>(::syscall(SYS_gettid));
-  return tid;
-}
+int GetTid() { return static_cast<int>(::syscall(SYS_gettid)); }
 
 bool ThreadIsRunnable(int tid) {
   if (tid <= 0) return false;

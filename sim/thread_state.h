@@ -7,10 +7,16 @@
 
 namespace verbsim::sim {
 
-// The calling thread's kernel thread id (gettid(2)), cached per thread. A
-// child after fork(2) keeps its parent's cached id, which names no thread
-// of the child.
-int CurrentThreadTid();
+// gettid(2), uncached.
+int GetTid();
+
+// The calling thread's kernel thread id (gettid(2)), cached per thread: it
+// is asked on every call into the fabric. A child after fork(2) keeps its
+// parent's cached id, which names no thread of the child.
+inline int CurrentThreadTid() {
+  static thread_local const int tid = GetTid();
+  return tid;
+}
 
 // Whether thread `tid` of this process is runnable: state R in
 // /proc/self/task/TID/stat (proc(5)). False for a thread asleep or
