@@ -119,6 +119,41 @@ TEST_P(SuspendedQpTest, AFencedReadIsRefusedAndStaysInTheRing) {
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
 }
 
+// The ring of a suspended QP fills, since nothing leaves it: then a post
+// says ENOMEM whatever the WR, a bad one included (libsiw siw_post_send
+// finds the ring slot taken before push_send_wqe looks at the WR).
+TEST_P(SuspendedQpTest, AFullRingIsReportedBeforeABadWr) {
+  if (!expect().transmit_errors_suspend) {
+    GTEST_SKIP() << "a transmit error moves the QP to ERR here, and a "
+                    "full send queue is BadWrTest.SendQueueFullIsEnomem";
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  FailASendAtTransmit(*p);
+  const Sge sge = SgeOf(*p->cmr, 0, 8);
+  uint64_t posted = 0;
+  absl::Status last;
+  for (uint64_t wr_id = 2; wr_id < 4096; ++wr_id) {
+    last = p->client().PostWrite(wr_id, p->cbuf.data(), 8, p->cmr.get(),
+                                 kSendSignaled, p->sbuf.addr(),
+                                 p->smr->rkey());
+    if (!last.ok()) break;
+    ++posted;
+  }
+  EXPECT_THAT(last, HasErrno(ENOMEM));
+  ASSERT_GE(posted, 1u);
+  // Too many SGEs: EINVAL on a ring with room (BadWrTest), ENOMEM here.
+  std::vector<Sge> sges(65, sge);
+  EXPECT_THAT(p->client().Post(MakeWr(WrOpcode::kSend, 9999, sges)),
+              HasErrno(ENOMEM));
+  ASSERT_OK(MoveToErr(p->client().qp()));
+  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
+                       AwaitN(p->client().send_cq(), posted));
+  for (uint64_t i = 0; i < posted; ++i) {
+    EXPECT_THAT(wcs[i], WcFlushed(i + 2)) << wcs[i];
+  }
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+}
+
 INSTANTIATE_PROVIDER_TEST_SUITE_P(SuspendedQpTest);
 
 }  // namespace
