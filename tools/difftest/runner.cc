@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -292,9 +291,7 @@ class Run {
     wr.atomic.rkey = rkey;
     wr.atomic.compare_add = 3;
     wr.atomic.swap = 0x0102030405060708ull;
-    const absl::Status posted = q->qp->PostSend(wr);
-    if (posted.ok() && (wr.send_flags & kSendSignaled)) awaited_.insert(index);
-    return absl::StrCat("qp", q->index, " ", Result(posted));
+    return absl::StrCat("qp", q->index, " ", Result(q->qp->PostSend(wr)));
   }
 
   void Settle() {
@@ -335,8 +332,7 @@ class Run {
       return;
     }
     absl::Time last = absl::Now();
-    while (absl::Now() - last < (awaited_.empty() ? options_.final_quiet
-                                                  : options_.final_awaited)) {
+    while (absl::Now() - last < options_.final_quiet) {
       const size_t before = CompletionCount();
       if (!Drain()) return;
       if (CompletionCount() != before) {
@@ -354,7 +350,6 @@ class Run {
   }
 
   void Note(int side, const WorkCompletion& wc) {
-    awaited_.erase(wc.wr_id);
     auto it = qpn_to_index_.find({side, wc.qp_num});
     const std::string qp =
         it == qpn_to_index_.end() ? "qp?" : absl::StrCat("qp", it->second);
@@ -387,9 +382,6 @@ class Run {
   // (side, QP number): two devices may number their QPs alike.
   std::map<std::pair<int, uint32_t>, int> qpn_to_index_;
   Trace trace_;
-  // The signaled sends posted successfully that have no completion yet
-  // (their wr_id, the index of the operation).
-  std::set<uint64_t> awaited_;
 };
 
 }  // namespace

@@ -41,11 +41,6 @@ struct RunOptions {
   // with timeout 14 and retry_cnt 2 (3 x 67 ms), and an RNR timer of
   // 61.44 ms with rnr_retry 2 (2 waits).
   absl::Duration final_quiet = absl::Milliseconds(300);
-  // The same while a signaled send posted successfully has no completion
-  // yet: retries chained one after the other (RNR waits, then timeouts)
-  // can take longer than final_quiet before the device completes it, and
-  // a sim runs them to the end.
-  absl::Duration final_awaited = absl::Milliseconds(1500);
 };
 
 // Runs `program` on `spec`'s provider (its first two devices, or one twice).

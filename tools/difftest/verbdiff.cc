@@ -5,7 +5,6 @@
 //   verbdiff --a=SPEC --b=SPEC [--seeds=FIRST:END] [--ops=N] [--no-shrink]
 //            [--known=FILE]
 //            [--print=SEED] [--settle-us=US] [--final-ms=MS]
-//            [--awaited-ms=MS]
 //
 //   --a, --b     provider specs, e.g. sim:rxe and hw:rxe0 (in the guest)
 //   --seeds      the programs' seeds, FIRST up to END (default 0:200)
@@ -23,8 +22,6 @@
 //                on hardware, virtual time on a sim (RunOptions::settle)
 //   --final-ms   the last poll ends after this long without a completion
 //                on hardware (300)
-//   --awaited-ms the same while a signaled send has no completion yet
-//                (1500)
 //
 // Prints one line per divergence and a summary: "verbdiff: sim:rxe vs
 // hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s" (with --known, how
@@ -132,16 +129,6 @@ bool Parse(int argc, char** argv, Args* args) {
         return false;
       }
       args->run.final_quiet = absl::Milliseconds(ms);
-      continue;
-    }
-    if (value("--awaited-ms", &v)) {
-      int ms = 0;
-      if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > 60000) {
-        std::fprintf(stderr, "verbdiff: %s is not 0..60000 ms\n",
-                     arg.c_str());
-        return false;
-      }
-      args->run.final_awaited = absl::Milliseconds(ms);
       continue;
     }
     if (arg == "--no-shrink") {
