@@ -317,6 +317,10 @@ class Fabric {
   // Puts a packet on the link from its src_node to its dst_node; it arrives
   // after the link's latency and serialisation, in order per link.
   void Transmit(Packet packet);
+  // The latest time an answer (an ACK or NAK) to the packets `src` has put
+  // on its link to `dst` so far can be back, when no fault delays them: the
+  // link's queue, its latency and jitter both ways, and a microsecond.
+  int64_t AnswerDueNs(int src, int dst) const;
   // Runs events until `done()` holds; returns whether it does.
   //  - Non-blocking (a poll): runs the events due now; if that is not
   //    enough, the events of the next moment in virtual time, and stops.

@@ -189,6 +189,23 @@ void Fabric::Deliver(Packet packet, bool corrupt) {
   }
 }
 
+int64_t Fabric::AnswerDueNs(int src, int dst) const {
+  const LinkModel& link = LinkBetween(src, dst);
+  const int64_t one_way = absl::ToInt64Nanoseconds(link.latency) +
+                          absl::ToInt64Nanoseconds(options_.jitter);
+  auto free_at = [&](int a, int b) {
+    auto it = link_free_ns_.find({a, b});
+    return it == link_free_ns_.end() ? now_ns_
+                                     : std::max(now_ns_, it->second);
+  };
+  const int64_t arrive = free_at(src, dst) + one_way;
+  // The answer: headers only (about 58 bytes), after what the way back
+  // already carries.
+  const int64_t back = std::max(arrive, free_at(dst, src)) +
+                       static_cast<int64_t>(58 * 8.0 / link.gbit_per_s);
+  return back + one_way + 1000;
+}
+
 const LinkModel& Fabric::LinkBetween(int a, int b) const {
   if (!links_.empty()) {
     auto it = links_.find({std::min(a, b), std::max(a, b)});

@@ -250,6 +250,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.flush_overrides_failures = true;
     p.regathers_on_retransmit = true;
     p.gathers_per_packet = true;
+    p.answers_arrive_between_packets = true;
     StrongMemory(p);
     p.ipv4_ttl = 64;
     p.one_key_for_both = true;

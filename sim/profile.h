@@ -393,6 +393,19 @@ struct SimProfile {
   // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
   // the packets before the one that fails go out, then the WR fails).
   bool gathers_per_packet = false;
+  // With gathers_per_packet, for an RDMA WRITE: the responder answers each
+  // packet before the requester builds the next, so a remote error on a
+  // packet sent before the one whose local check fails completes the WR
+  // with that remote error. rxe on one device runs the responder and then
+  // the completer at once when a packet is queued to them (rxe_resp.c
+  // rxe_resp_queue_pkt, rxe_comp.c rxe_comp_queue_pkt), so the NAK is
+  // handled before the requester's next packet; the requester's own
+  // failure comes only when no answer has failed the WR. Not for a SEND:
+  // when its receive buffer fails at the responder, rxe0 reported the
+  // requester's local error in most runs of the differential set (one
+  // program in every run, another in one run of five), so the sim keeps
+  // the local error there (found by the differential runs).
+  bool answers_arrive_between_packets = false;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
   // answered it in the guest (tools/guest/known_differences.md):
   // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c

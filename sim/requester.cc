@@ -97,6 +97,42 @@ void FailAtTransmit(QpCore& qp, SendWqe& w) {
   CompleterRun(qp);
 }
 
+// `w` sent its packets before the one that failed its local check, and the
+// responder's answer to them comes first (SimProfile::
+// answers_arrive_between_packets): `w` stays in flight, nothing after it is
+// sent, and its own failure is applied once that answer is due, unless a
+// NAK has failed it by then. `w` stays valid on return.
+void DeferTransmitFailure(QpCore& qp, SendWqe& w) {
+  w.local_failure_pending = true;
+  w.pending_status = w.status;
+  w.status = WcStatus::kSuccess;
+  w.phase = SendWqe::Phase::kInFlight;
+  qp.req_halted = true;
+  ++qp.req_next;
+  Fabric* fabric = qp.node->fabric;
+  Node* node = qp.node;
+  const uint32_t qpn = qp.qpn;
+  const uint64_t seq = w.seq;
+  fabric->Schedule(
+      fabric->AnswerDueNs(node->index, qp.dest_node), [node, qpn, seq]() {
+        QpCore* q = node->FindQp(qpn);
+        if (q == nullptr || q->sq.empty() || seq < q->sq.front().seq ||
+            seq - q->sq.front().seq >= q->sq.size()) {
+          return;  // completed or flushed meanwhile
+        }
+        SendWqe& pending = q->sq[seq - q->sq.front().seq];
+        if (pending.seq != seq || !pending.local_failure_pending ||
+            pending.phase != SendWqe::Phase::kInFlight) {
+          return;
+        }
+        pending.local_failure_pending = false;
+        pending.status = pending.pending_status;
+        pending.failed_at_transmit = true;
+        pending.phase = SendWqe::Phase::kDone;
+        CompleterRun(*q);
+      });
+}
+
 // A retransmitted send or write whose buffers are read again
 // (SimProfile::regathers_on_retransmit): false, with w.status set, when a key
 // it names changed and no longer covers them.
@@ -262,6 +298,12 @@ void RequesterRun(QpCore& qp) {
           w.num_psn = NumPsn(qp, w);
           SendPackets(qp, w, w.first_psn, w.good_packets);
           qp.req_psn = PsnAdd(w.first_psn, w.good_packets);
+          if (qp.node->fabric->profile().answers_arrive_between_packets &&
+              (w.opcode == WrOpcode::kRdmaWrite ||
+               w.opcode == WrOpcode::kRdmaWriteWithImm)) {
+            DeferTransmitFailure(qp, w);
+            return;
+          }
         }
         FailAtTransmit(qp, w);
         return;

@@ -181,6 +181,11 @@ struct SendWqe {
   // Failed by the requester's own checks as it was to be sent (a bad local
   // SGE, an opcode the QP type lacks), not by a response or a NAK.
   bool failed_at_transmit = false;
+  // Failed by its local check at a later packet after the packets before it
+  // went out (SimProfile::answers_arrive_between_packets): the failure,
+  // with this status, waits for the responder's answer to those packets.
+  bool local_failure_pending = false;
+  WcStatus pending_status = WcStatus::kSuccess;
   // siw: moved into the send slot of a suspended QP (QpCore::tx_suspended).
   bool in_send_slot = false;
 };

@@ -186,6 +186,11 @@ struct Expectations {
   // packets before the first that does not fit (rxe_comp.c copy_data per
   // packet); elsewhere the sink is checked whole and nothing is placed;
   bool places_read_packets_before_a_bad_one = false;
+  // an RDMA WRITE whose local SGE fails partway sends the packets before
+  // the one that fails, and the responder's answer to them comes first: a
+  // remote error there completes the WR (rxe on one device runs the
+  // responder and the completer as each packet is queued);
+  bool remote_error_beats_a_later_local_error = false;
   // a send retried after its MR was deregistered reads the MR again and
   // fails with gather_key_lookup (rxe_req.c copy_data on every packet);
   bool regathers_on_retransmit = false;
