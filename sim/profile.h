@@ -401,9 +401,9 @@ struct SimProfile {
   // rxe_resp_queue_pkt, rxe_comp.c rxe_comp_queue_pkt), so the NAK is
   // handled before the requester's next packet; the requester's own
   // failure comes only when no answer has failed the WR. Not for a SEND:
-  // when its receive buffer fails at the responder, rxe0 reported the
-  // requester's local error in most runs of the differential set (one
-  // program in every run, another in one run of five), so the sim keeps
+  // when its receive buffer fails at the responder, rxe0 answered with the
+  // requester's local error in some runs and the responder's NAK in others
+  // (two programs of the differential set showed both), so the sim keeps
   // the local error there (found by the differential runs).
   bool answers_arrive_between_packets = false;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw

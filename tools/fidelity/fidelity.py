@@ -494,6 +494,8 @@ per device):
 | siw checks a READ's sink when its response arrives | 25 | 67 |
 | rxe's fenced retry; the 61.44 ms RNR timer; siw's refused starts, suspended RTS and peer drop | 6 | 18 |
 | rxe's flush status; siw's READ source check at the responder | 4 (6 seeds over two more runs) | 15 (19 seeds over two more runs) |
+| siw's suspended-QP flush (a READ in the send slot twice, any other WR once) and its refused fenced READ | 4 (all known) | 3 (1 known, 2 that agreed on a rerun) |
+| rxe: a WRITE's remote error on an early packet before its local error on a later one | 5 (4 known, 1 that agreed on a rerun) | 4 (1 known, 3 that agreed on a rerun) |
 
 - siw, posting to a QP out of RTS. libsiw writes every valid WR into its
   send ring before it rings the doorbell, which the kernel answers with
@@ -536,7 +538,14 @@ per device):
   siw_qp_sq_process, siw_cm.c siw_qp_cm_drop). The same holds for the
   responder whose READ source fails as the response is sent. The first WR
   posted to such a QP moves from the ring into the send slot, freeing its
-  ring slot, and the flush completes it twice. Profile field
+  ring slot. The flush of the move to ERR completes the outstanding READs,
+  then the WR in the slot, then the ring (siw_qp.c siw_sq_flush); a READ
+  in the slot is an outstanding READ too, so it is completed twice, and
+  any other WR once (the profile had completed every slot WR twice, nine
+  seeds of the fixed set). A fenced READ posted to such a QP is refused by
+  its doorbell (EINVAL) and stays in the ring, as on a QP that is not
+  suspended (two seeds). A full ring there answers ENOMEM before a bad WR
+  is looked at. `SuspendedQpTest`; profile field
   `transmit_errors_keep_rts`.
 - siw, a move from RTS to ERR (or SQD) ends the connection: the peer sees
   the socket close, goes to ERROR and flushes (siw_cm.c, siw_qp.c
@@ -560,6 +569,20 @@ per device):
   ENOMEM where the WR itself would be EINVAL; the siw profile checked the
   WR first in RTS (`full_queue_checked_first`; the campaign's "a post
   answered differently" programs).
+- rxe, a remote error on an early packet against a local error on a later
+  one of the same WR: rxe sends a WRITE packet by packet, and on one
+  device the responder and then the completer run at once for each packet
+  queued to them (rxe_resp.c rxe_resp_queue_pkt, rxe_comp.c
+  rxe_comp_queue_pkt), so a NAK of the first packet (a bad rkey) fails the
+  WR before the requester builds the packet whose local SGE fails. The
+  sim's rxe profile failed the WR locally as soon as it built that packet;
+  now a WRITE stays in flight until the answer to the packets sent is due
+  (`answers_arrive_between_packets`, `Fabric::AnswerDueNs`). Shrinking
+  seed 105 in the guest gave this class in five calls. `PartialGatherTest`.
+  A SEND whose receive buffer fails at the responder is a race on rxe0:
+  seeds 52 and 151 each ended with the SEND's local error in some guest
+  runs and with the responder's REM_OP_ERR in others. The profile keeps
+  the local error for a SEND, and both seeds are listed as known.
 - rxe, the flush's status: the flush of a move to ERR completes every WR
   left in the send queue WR_FLUSH_ERR, one that had already failed behind
   an outstanding WR included (rxe_comp.c rxe_drain_resp_pkts).
@@ -582,13 +605,31 @@ a suspended QP's WRs end with. So the campaign does not yet end without
 unexplained divergences: what remains is listed next.
 
 Still open, the seeds in the two lists (each replays with the command
-above): on rxe, a SEND whose RNR retries outlast a receive posted later
-with a bad buffer, and receive flushes around such a late receive; on
-siw, which statuses a suspended QP's WRs end with when the peer's
-TERMINATE or a move to ERR comes ("local error against flush"), and the
-ring's accounting of a suspended QP ("a post answered differently"). Each
-is to end as a conformance case and a profile change, or as an exemption
-listed here with its reason.
+above):
+
+- rxe, seeds 74, 105 and 167: the device completes nothing on a QP, where
+  the sim completes its WRs with errors and flushes. Seed 74, shrunk in the
+  guest, is four calls: a SEND to a peer without a receive (an RNR NAK; the
+  requester waits 61.44 ms), a zero-length receive on the peer, then a
+  WRITE whose lkey names no region. rxe goes on sending new WRs while it
+  waits out an RNR NAK (rxe_req.c retries only once the RNR timer fired,
+  but sends what follows); the WRITE fails as its packet is built, which
+  puts the requester in its error state; from then on rxe resends nothing,
+  the RNR retry included, and its completer rearms the retransmission
+  timer only while the requester is ready (rxe_comp.c), so neither WR ever
+  completes until the application moves the QP to ERR. The sim waits out
+  the RNR NAK before sending anything more, so it resends the SEND, which
+  then fails on the zero-length receive. Not timing: verbdiff with the last
+  poll waiting 1.5 s (five times the runner's window) saw the same. Seed
+  167 shrinks to the same shape (the failing WR a SEND whose SGE starts
+  before its region). To do:
+  the rxe profile's requester sends during the RNR wait, and a transmit
+  failure stops its retries.
+- siw, seed 187: a connect refused on the device (EINVAL) and then a flush
+  where the sim reports the WR's local error.
+
+Each is to end as a conformance case and a profile change, or as an
+exemption listed here with its reason.
 """.splitlines()
 
 
