@@ -11,6 +11,7 @@
 // by the differential runs (docs/fidelity.md).
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/types.h"
@@ -40,6 +41,25 @@ class SuspendedQpTest : public ProviderTest {
     EXPECT_EQ(wc.wr_id, 1u);
   }
 
+  // A signaled 64-byte WRITE into the server's buffer.
+  absl::Status PostAWrite(RcPair& p, uint64_t wr_id) {
+    return p.client().PostWrite(wr_id, p.cbuf.data(), 64, p.cmr.get(),
+                                kSendSignaled, p.sbuf.addr() + 1024,
+                                p.smr->rkey());
+  }
+
+  // Checks that nothing has completed yet, moves the client QP to ERR and
+  // returns the `n` completions of the flush; no more may follow.
+  std::vector<WorkCompletion> Flush(RcPair& p, size_t n) {
+    EXPECT_THAT(Drain(p.client().send_cq()), IsEmpty());
+    EXPECT_OK(MoveToErr(p.client().qp()));
+    absl::StatusOr<std::vector<WorkCompletion>> wcs =
+        AwaitN(p.client().send_cq(), n);
+    EXPECT_OK(wcs.status());
+    EXPECT_THAT(Drain(p.client().send_cq()), IsEmpty());
+    return wcs.ok() ? *std::move(wcs) : std::vector<WorkCompletion>{};
+  }
+
   SendWr Read(RcPair& p, const Sge& sge, uint64_t wr_id) {
     SendWr read = MakeWr(WrOpcode::kRdmaRead, wr_id, {&sge, 1});
     read.rdma.remote_addr = p.sbuf.addr();
@@ -67,15 +87,9 @@ TEST_P(SuspendedQpTest, WrsPostedAfterATransmitErrorWaitForTheFlush) {
   // Suspended in RTS: a READ moves into the send slot, a WRITE waits in
   // the ring, and neither is sent.
   ASSERT_OK(p->client().Post(Read(*p, sge, 2)));
-  ASSERT_OK(p->client().PostWrite(3, p->cbuf.data(), 64, p->cmr.get(),
-                                  kSendSignaled, p->sbuf.addr() + 1024,
-                                  p->smr->rkey()));
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
-  ASSERT_OK(MoveToErr(p->client().qp()));
-  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
-                       AwaitN(p->client().send_cq(), 3));
-  EXPECT_THAT(wcs, ElementsAre(WcFlushed(2u), WcFlushed(2u), WcFlushed(3u)));
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+  ASSERT_OK(PostAWrite(*p, 3));
+  EXPECT_THAT(Flush(*p, 3),
+              ElementsAre(WcFlushed(2u), WcFlushed(2u), WcFlushed(3u)));
 }
 
 TEST_P(SuspendedQpTest, ASendInTheSlotIsFlushedOnce) {
@@ -88,12 +102,7 @@ TEST_P(SuspendedQpTest, ASendInTheSlotIsFlushedOnce) {
   const Sge sge = SgeOf(*p->cmr, 0, 64);
   ASSERT_OK(p->client().Post(MakeWr(WrOpcode::kSend, 2, {&sge, 1})));
   ASSERT_OK(p->client().Post(Read(*p, sge, 3)));
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
-  ASSERT_OK(MoveToErr(p->client().qp()));
-  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
-                       AwaitN(p->client().send_cq(), 2));
-  EXPECT_THAT(wcs, ElementsAre(WcFlushed(2u), WcFlushed(3u)));
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+  EXPECT_THAT(Flush(*p, 2), ElementsAre(WcFlushed(2u), WcFlushed(3u)));
 }
 
 TEST_P(SuspendedQpTest, AFencedReadIsRefusedAndStaysInTheRing) {
@@ -108,15 +117,8 @@ TEST_P(SuspendedQpTest, AFencedReadIsRefusedAndStaysInTheRing) {
   fenced.send_flags |= kSendFence;
   EXPECT_THAT(p->client().Post(fenced),
               StatusIs(absl::StatusCode::kInvalidArgument));
-  ASSERT_OK(p->client().PostWrite(3, p->cbuf.data(), 64, p->cmr.get(),
-                                  kSendSignaled, p->sbuf.addr() + 1024,
-                                  p->smr->rkey()));
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
-  ASSERT_OK(MoveToErr(p->client().qp()));
-  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
-                       AwaitN(p->client().send_cq(), 2));
-  EXPECT_THAT(wcs, ElementsAre(WcFlushed(2u), WcFlushed(3u)));
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+  ASSERT_OK(PostAWrite(*p, 3));
+  EXPECT_THAT(Flush(*p, 2), ElementsAre(WcFlushed(2u), WcFlushed(3u)));
 }
 
 // The ring of a suspended QP fills, since nothing leaves it: then a post
@@ -145,13 +147,11 @@ TEST_P(SuspendedQpTest, AFullRingIsReportedBeforeABadWr) {
   std::vector<Sge> sges(65, sge);
   EXPECT_THAT(p->client().Post(MakeWr(WrOpcode::kSend, 9999, sges)),
               HasErrno(ENOMEM));
-  ASSERT_OK(MoveToErr(p->client().qp()));
-  ASSERT_OK_AND_ASSIGN(std::vector<WorkCompletion> wcs,
-                       AwaitN(p->client().send_cq(), posted));
+  const std::vector<WorkCompletion> wcs = Flush(*p, posted);
+  ASSERT_EQ(wcs.size(), posted);
   for (uint64_t i = 0; i < posted; ++i) {
     EXPECT_THAT(wcs[i], WcFlushed(i + 2)) << wcs[i];
   }
-  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
 }
 
 INSTANTIATE_PROVIDER_TEST_SUITE_P(SuspendedQpTest);
