@@ -612,12 +612,12 @@ above):
   guest, is four calls: a SEND to a peer without a receive (an RNR NAK; the
   requester waits 61.44 ms), a zero-length receive on the peer, then a
   WRITE whose lkey names no region. rxe goes on sending new WRs while it
-  waits out an RNR NAK (rxe_req.c retries only once the RNR timer fired,
-  but sends what follows); the WRITE fails as its packet is built, which
-  puts the requester in its error state; from then on rxe resends nothing,
-  the RNR retry included, and its completer rearms the retransmission
-  timer only while the requester is ready (rxe_comp.c), so neither WR ever
-  completes until the application moves the QP to ERR. The sim waits out
+  waits out an RNR NAK (rxe_req.c holds back only the retry until the RNR
+  timer fired); the WRITE fails as its packet is built, which puts the
+  requester in its error state, and on rxe0 neither WR ever completes
+  until the application moves the QP to ERR: the RNR retry is never sent
+  and no timeout ends the SEND. (Which of rxe_comp.c's paths stops the
+  retries is not pinned down yet.) The sim waits out
   the RNR NAK before sending anything more, so it resends the SEND, which
   then fails on the zero-length receive. Not timing: verbdiff with the last
   poll waiting 1.5 s (five times the runner's window) saw the same. Seed
