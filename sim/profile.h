@@ -406,6 +406,18 @@ struct SimProfile {
   // (two programs of the differential set showed both), so the sim keeps
   // the local error there (found by the differential runs).
   bool answers_arrive_between_packets = false;
+  // During an RNR wait (IBA 9.7.5.2.8) the requester sends no WR again
+  // until the RNR timer fires, but it goes on with WRs not yet sent: their
+  // packets go out (the responder drops them, waiting for the NAKed PSN)
+  // and a WR that fails its local checks as it is built fails then. rxe's
+  // requester checks for a pending retry only when no RNR wait is set
+  // (rxe_req.c rxe_requester, wait_for_rnr_timer) and otherwise takes the
+  // next WQE. A WR failing there stops the requester (rxe_req.c: the
+  // requester's error state), so the RNR retry never goes out and, with
+  // the retried WR at the head of the queue, nothing completes until the
+  // QP moves to ERR (found by the differential runs). Otherwise the
+  // requester does nothing until the RNR timer fires.
+  bool sends_new_wrs_during_rnr_wait = false;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
   // answered it in the guest (tools/guest/known_differences.md):
   // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c

@@ -270,7 +270,12 @@ WcStatus ExecuteLocalOp(QpCore& qp, SendWqe& w) {
 }  // namespace
 
 void RequesterRun(QpCore& qp) {
-  if (qp.state != verbsim::QpState::kRts || qp.req_halted || qp.rnr_waiting) {
+  if (qp.state != verbsim::QpState::kRts || qp.req_halted) return;
+  // In an RNR wait only WRs not sent yet may go, and only where the profile
+  // says so: req_next is past every WR in flight until the RNR timer
+  // rewinds it (RequesterRewind).
+  if (qp.rnr_waiting &&
+      !qp.node->fabric->profile().sends_new_wrs_during_rnr_wait) {
     return;
   }
   const int depth = std::max<int>(1, qp.attr.max_rd_atomic);
@@ -401,6 +406,9 @@ bool GatherDeferred(QpCore& qp, Packet& p) {
 }
 
 void RequesterRewind(QpCore& qp, uint32_t psn) {
+  // In an RNR wait the RNR timer rewinds (completer.cc OnRnrNak): a timeout
+  // or a sequence NAK meanwhile has only spent its retry.
+  if (qp.rnr_waiting) return;
   for (size_t i = 0; i < qp.sq.size(); ++i) {
     const SendWqe& w = qp.sq[i];
     if (w.phase != SendWqe::Phase::kInFlight) continue;

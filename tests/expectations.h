@@ -202,6 +202,11 @@ struct Expectations {
   // posted after it, which wait for it: the QP stalls until ERR (rxe,
   // sim/profile.h fence_waits_for_later_reads_on_retry);
   bool fence_retry_stalls = false;
+  // a WR posted during an RNR wait is started then, and one that fails its
+  // local checks stops the requester: the RNR retry never goes out and
+  // nothing completes until ERR (rxe, sim/profile.h
+  // sends_new_wrs_during_rnr_wait); elsewhere it waits for the retry;
+  bool transmit_failure_in_rnr_wait_stalls = false;
   // where it is not: a later move to ERR flushes it (rxe: each move to ERR
   // runs the responder, which drains the receive queue; siw: ERROR is
   // final and a move to it does nothing).

@@ -12,6 +12,8 @@
 #include "core/environment.h"
 #include "core/errors.h"
 #include "core/names.h"
+#include "sim/fabric.h"
+#include "sim/sim_provider.h"
 #include "tests/observed.h"
 
 namespace verbsim {
@@ -282,6 +284,14 @@ void Harness::ExpectQpState(const Qp* qp, QpState state) const {
   absl::StatusOr<QpAttr> attr = qp->Query();
   ASSERT_TRUE(attr.ok()) << attr.status();
   EXPECT_EQ(attr->qp_state, reported) << "expected " << QpStateName(state);
+}
+
+void Harness::LetTimePass(absl::Duration d) const {
+  if (sim::SimProvider* sim = sim::AsSimProvider(provider_.get())) {
+    sim->fabric().RunFor(d);
+  } else {
+    absl::SleepFor(d);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Context>> Harness::OpenDevice(

@@ -223,6 +223,11 @@ class Harness {
   // (Expectations::query_reports_qp_attrs): RESET is what it says then.
   void ExpectQpState(const Qp* qp, QpState state) const;
 
+  // Lets `d` pass on the devices without polling: real time on hardware;
+  // on the sim, whose clock moves only as its CQs are polled, `d` of
+  // virtual time, every event due in it run.
+  void LetTimePass(absl::Duration d) const;
+
   absl::StatusOr<std::unique_ptr<Context>> OpenDevice(int index = 0) const;
   // The default endpoint attributes of the suite.
   static EndpointAttr DefaultAttr();
