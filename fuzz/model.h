@@ -139,6 +139,10 @@ struct ProfileRules {
   // (sim/profile.h fence_waits_for_later_reads_on_retry): the requester
   // stalls and its WRs stay uncompleted.
   bool fence_waits_for_later_reads_on_retry = false;
+  // A one-packet RDMA WRITE with immediate that fails its R_Key check
+  // completes the receive it took with REM_ACCESS_ERR (sim/profile.h
+  // failed_write_imm_completes_its_recv); otherwise the receive is flushed.
+  bool failed_write_imm_completes_its_recv = false;
   bool one_key_for_both = false;
   bool rkey_needs_remote_access = false;
   uint32_t ignored_access_bits = 0;
@@ -369,6 +373,8 @@ struct RemoteRequest {
   uint64_t length = 0;  // 8 for atomics
   // Send with invalidate: the capacity of the receive it lands in.
   uint64_t recv_capacity = 0;
+  // The path MTU in bytes (how many packets a write is).
+  uint64_t path_mtu = 4096;
 };
 
 struct ResponderView {

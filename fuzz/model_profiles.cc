@@ -81,6 +81,7 @@ ProfileRules RulesFor(const std::string& profile) {
     r.post_send.type1_bind_wr_refused = false;
     r.checks_response_sges_on_arrival = true;
     r.fence_waits_for_later_reads_on_retry = true;
+    r.failed_write_imm_completes_its_recv = true;
     r.one_key_for_both = true;
     r.rkey_needs_remote_access = true;
     r.ignored_access_bits = (1u << 7) | 0x3ff00000u;

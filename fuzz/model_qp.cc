@@ -202,6 +202,11 @@ RemoteOutcome PredictRemote(const RemoteRequest& req, const ResponderView& rv,
         succeed();
       } else {
         fail({WcStatus::kRemAccessErr});
+        if (req.kind == RemoteKind::kWriteImm && req.length <= req.path_mtu &&
+            rules.failed_write_imm_completes_its_recv) {
+          out.consumes_recv = true;
+          out.receiver = {WcStatus::kRemAccessErr};
+        }
         return out;
       }
       if (req.kind == RemoteKind::kWriteImm) {

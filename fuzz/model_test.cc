@@ -231,6 +231,15 @@ TEST(ModelRemote, Outcomes) {
   const RemoteOutcome imm = out(RemoteKind::kWriteImm, 0x1000, 0x11, 8, ibta);
   EXPECT_TRUE(imm.consumes_recv);
   EXPECT_TRUE(imm.receiver.IsSuccessOnly());
+  // A one-packet WRITE with immediate to a bad rkey: rxe completes the
+  // receive it took with the error; the spec's profile flushes it.
+  const RemoteOutcome bad_imm = out(RemoteKind::kWriteImm, 0, 0x99, 8, rxe);
+  EXPECT_TRUE(bad_imm.requester.Contains(WcStatus::kRemAccessErr));
+  EXPECT_TRUE(bad_imm.consumes_recv);
+  EXPECT_TRUE(bad_imm.receiver.Contains(WcStatus::kRemAccessErr));
+  EXPECT_FALSE(out(RemoteKind::kWriteImm, 0, 0x99, 8, ibta).consumes_recv);
+  EXPECT_FALSE(
+      out(RemoteKind::kWriteImm, 0, 0x99, 8192, rxe).consumes_recv);
 }
 
 // --- Memory windows ------------------------------------------------------------

@@ -54,6 +54,7 @@ BatchExpectation RkeyHarness::ModelBatch(const std::vector<BatchWr>& wrs,
     req.addr = atomic ? b.wr.atomic.remote_addr : b.wr.rdma.remote_addr;
     req.rkey = atomic ? b.wr.atomic.rkey : b.wr.rdma.rkey;
     req.length = b.length;
+    req.path_mtu = path_mtu_;
     PostedRecv recv;
     const bool have_recv = !rq_.empty();
     if (have_recv) recv = rq_.front();

@@ -95,6 +95,7 @@ void RkeyHarness::Setup() {
   static const Mtu kMtus[] = {Mtu::k256, Mtu::k512, Mtu::k1024, Mtu::k2048,
                               Mtu::k4096};
   attr.path_mtu = kMtus[in_.Below(5)];
+  path_mtu_ = MtuBytes(attr.path_mtu);
   attr.rnr_retry = 1;  // the harness always posts the receives it needs
   region_len_.resize(kRegions);
   for (size_t& len : region_len_) len = in_.U8() % 200 + 1;

@@ -174,6 +174,7 @@ class RkeyHarness {
   std::string profile_;
   ProfileRules rules_;
   uint32_t server_access_ = 0;
+  uint64_t path_mtu_ = 4096;  // bytes, from the QP attributes Setup chose
   QpCaps caps_;
   // Declared before the fabric's objects, so they outlive them.
   std::unique_ptr<ShadowedBuffer> target_;

@@ -418,6 +418,13 @@ struct SimProfile {
   // QP moves to ERR (found by the differential runs). Otherwise the
   // requester does nothing until the RNR timer fires.
   bool sends_new_wrs_during_rnr_wait = false;
+  // A one-packet RDMA WRITE with immediate takes its receive WQE before
+  // the responder checks the R_Key (rxe_resp.c: check_resource runs before
+  // check_rkey for an opcode that needs a receive), so when that check
+  // fails the receive completes with REM_ACCESS_ERR before the QP's flush.
+  // A longer one takes its receive at the last packet, which the failure
+  // at the first never reaches. Otherwise the receive is only flushed.
+  bool failed_write_imm_completes_its_recv = false;
   // --- Registration (ibv_reg_mr), as kernel 6.1 ib_core, rxe and siw
   // answered it in the guest (tools/guest/known_differences.md):
   // an MR's rkey is its lkey (rxe_mr.c rxe_mr_init, siw_verbs.c

@@ -138,6 +138,12 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
       FatalNak(qp, p.psn, NakFor(profile.qp_access_denied_status));
       return;
     case WriteCheck::kRkeyDenies:
+      if (p.opcode == RcOp::kWriteOnlyImm &&
+          profile.failed_write_imm_completes_its_recv) {
+        if (FlushPlacementsLeftErr(qp)) return;  // earlier messages first
+        CompleteRecv(qp, TakeRecv(qp), WcStatus::kRemAccessErr,
+                     WcOpcode::kRecvRdmaWithImm, 0, p);
+      }
       FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
       return;
     case WriteCheck::kLongerThanRequested:

@@ -102,6 +102,7 @@ Expectations Rxe() {
   e.flushes_recv_posted_in_err = false;
   e.fence_retry_stalls = true;  // rxe_req.c rxe_wqe_is_fenced
   e.transmit_failure_in_rnr_wait_stalls = true;  // rxe_req.c rxe_requester
+  e.failed_write_imm_completes_its_recv = true;  // rxe_resp.c check_resource
   e.flush_overrides_failures = true;  // rxe_comp.c rxe_drain_resp_pkts
   e.regathers_on_retransmit = true;  // rxe_req.c copy_data
   e.places_read_packets_before_a_bad_one = true;  // rxe_comp.c copy_data

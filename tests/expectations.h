@@ -207,6 +207,10 @@ struct Expectations {
   // nothing completes until ERR (rxe, sim/profile.h
   // sends_new_wrs_during_rnr_wait); elsewhere it waits for the retry;
   bool transmit_failure_in_rnr_wait_stalls = false;
+  // a one-packet WRITE with immediate whose R_Key fails at the responder
+  // completes the receive it took with REM_ACCESS_ERR before the flush
+  // (rxe, sim/profile.h failed_write_imm_completes_its_recv);
+  bool failed_write_imm_completes_its_recv = false;
   // where it is not: a later move to ERR flushes it (rxe: each move to ERR
   // runs the responder, which drains the receive queue; siw: ERROR is
   // final and a move to it does nothing).
