@@ -38,6 +38,16 @@ bool JoinSimMcastIp(Context* context, const Gid& gid, bool join);
 // profile lets only such QPs enter RTS); a QP of another provider is left.
 void MarkSimQpCmConnected(Qp* qp);
 
+// The state a sim QP is in, whatever its profile lets a query report;
+// false for a QP of another provider.
+bool GetSimQpState(const Qp* qp, QpState* out);
+
+// The connection manager dropped the QP's connection (siw_cm.c
+// siw_qp_cm_drop, siw_qp.c siw_qp_llp_close): it enters ERR and everything
+// in its queues is flushed, WRs that waited there while it was in ERR
+// included. A QP of another provider is left.
+void DropSimQpConnection(Qp* qp);
+
 // The transport state of a sim QP in one line (queues, PSNs, timers), for
 // debugging and teaching; empty for a QP of another provider.
 std::string SimQpDebugString(const Qp* qp);

@@ -255,6 +255,14 @@ class SimQp : public Qp {
     Lock lock(*fabric_);
     st_->cm_connected = true;
   }
+  verbsim::QpState TrueState() const {
+    Lock lock(*fabric_);
+    return st_->state;
+  }
+  void DropConnection() {
+    Lock lock(*fabric_);
+    EnterError(*st_);
+  }
   SimQpStats Stats() const {
     Lock lock(*fabric_);
     SimQpStats s;
@@ -312,6 +320,18 @@ std::string SimQpDebugString(const Qp* qp) {
 void MarkSimQpCmConnected(Qp* qp) {
   auto* sim_qp = dynamic_cast<SimQp*>(qp);
   if (sim_qp != nullptr) sim_qp->MarkCmConnected();
+}
+
+bool GetSimQpState(const Qp* qp, verbsim::QpState* out) {
+  const auto* sim_qp = dynamic_cast<const SimQp*>(qp);
+  if (sim_qp == nullptr) return false;
+  *out = sim_qp->TrueState();
+  return true;
+}
+
+void DropSimQpConnection(Qp* qp) {
+  auto* sim_qp = dynamic_cast<SimQp*>(qp);
+  if (sim_qp != nullptr) sim_qp->DropConnection();
 }
 
 bool GetSimQpStats(const Qp* qp, SimQpStats* out) {

@@ -414,6 +414,43 @@ namespace {
 class SimQpLink final : public QpLink {};
 }  // namespace
 
+namespace {
+
+// Where only the CM brings a QP to RTS (iWARP), a query never says a QP is
+// in ERR, so ConnectQps is given one. siw checks the state as the
+// connection is set up and refuses a QP beyond RTR with EINVAL: the
+// passive side's accept first (siw_cm.c siw_accept), then the active side
+// when the MPA reply arrives (siw_proc_mpareply), by which time the
+// passive side has accepted. Each side whose connection had begun is
+// dropped (siw_qp_cm_drop): it enters ERR and its queues are flushed. Seen
+// on siw0: the WRs waiting in either QP's rings complete WR_FLUSH_ERR, a
+// passive QP in ERR alone is left as it was.
+absl::Status RefuseQpInError(Qp* a, Qp* b) {
+  const SimProfile* profile = GetSimProfile(a->pd()->context());
+  if (profile == nullptr || !profile->iwarp.rts_needs_cm) {
+    return absl::OkStatus();
+  }
+  QpState sa = QpState::kReset;
+  QpState sb = QpState::kReset;
+  GetSimQpState(a, &sa);
+  GetSimQpState(b, &sb);
+  if (sb == QpState::kErr) {
+    DropSimQpConnection(a);
+    return Errno(EINVAL, "qp %u is in ERR: the passive side's accept "
+                 "refuses it; qp %u's connection is dropped", b->qp_num(),
+                 a->qp_num());
+  }
+  if (sa == QpState::kErr) {
+    DropSimQpConnection(b);
+    DropSimQpConnection(a);
+    return Errno(EINVAL, "qp %u is in ERR: the active side refuses the "
+                 "MPA reply; both connections are dropped", a->qp_num());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<QpLink>> SimProvider::ConnectQps(
     Qp* a, Qp* b, const EndpointAttr& attr) {
   if (a == nullptr || b == nullptr || a == b) {
@@ -434,6 +471,7 @@ absl::StatusOr<std::unique_ptr<QpLink>> SimProvider::ConnectQps(
                    qp->qp_num(), QpStateName(qp->state()));
     }
   }
+  if (absl::Status s = RefuseQpInError(a, b); !s.ok()) return s;
   absl::StatusOr<Gid> ga = a->pd()->context()->QueryGid(1, 0);
   if (!ga.ok()) return ga.status();
   absl::StatusOr<Gid> gb = b->pd()->context()->QueryGid(1, 0);
