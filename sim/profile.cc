@@ -336,6 +336,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.sq_slots_held_until_polled = false;
     p.error_completion_opcode = ErrorCompletionOpcode::kTheWrs;
     p.iwarp.rts_needs_cm = true;
+    p.iwarp.rts_leaves_the_ring_waiting = true;
     p.iwarp.takes_state_only = true;
     p.iwarp.query_reports_qp_attrs = false;
     p.iwarp.completes_on_transmit = true;

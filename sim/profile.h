@@ -79,6 +79,14 @@ struct IwarpRules {
   // the TCP socket (siw_qp.c siw_qp_modify: "no socket", EINVAL); the sim's
   // Endpoint connect marks its QPs so.
   bool rts_needs_cm = false;
+  // Entering RTS does not start the send engine (siw_qp.c
+  // siw_qp_nextstate_from_idle sets the state only), and libsiw rings the
+  // doorbell only when the ring slot before the first new WR is free
+  // (providers/siw/siw.c siw_post_send): WRs posted before the CM connected
+  // the QP, and every WR after them, wait in the ring until the engine runs
+  // for work of its own, a READ response (siw_qp_rx.c: an RDMA READ request
+  // starts the send queue, which goes on with the ring), or a flush.
+  bool rts_leaves_the_ring_waiting = false;
   // ibv_modify_qp reaches a driver that takes only the state and the access
   // flags (siw_verbs.c siw_verbs_modify_qp): no transition table, no
   // required or forbidden attributes, no ranges; only the kernel's core

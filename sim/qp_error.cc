@@ -69,6 +69,7 @@ void EnterError(QpCore& qp) {
   }
   qp.tx_suspended = false;
   qp.sq_outside_ring = 0;
+  qp.send_engine_idle = false;
   // Receive queue: a receive being filled first, then the posted ones.
   std::deque<RecvWqe> rq = std::move(qp.rq);
   qp.rq.clear();
@@ -118,6 +119,7 @@ void ResetQueues(QpCore& qp) {
   qp.rq.clear();
   qp.tx_suspended = false;
   qp.sq_outside_ring = 0;
+  qp.send_engine_idle = false;
   // RESET empties the send queue: every slot is free again, held or not.
   qp.sq_freed_seq = qp.next_wqe_seq - 1;
   qp.req_next = 0;

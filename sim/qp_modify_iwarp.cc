@@ -107,6 +107,11 @@ absl::Status ModifyIwarpQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
     StartReceiving(qp);
     StartSending(qp);
     qp.state = S::kRts;
+    if (!qp.sq.empty() &&
+        qp.node->fabric->profile().iwarp.rts_leaves_the_ring_waiting) {
+      qp.send_engine_idle = true;  // see IwarpRules
+      return absl::OkStatus();
+    }
     RequesterRun(qp);
   }
   return absl::OkStatus();

@@ -270,7 +270,10 @@ WcStatus ExecuteLocalOp(QpCore& qp, SendWqe& w) {
 }  // namespace
 
 void RequesterRun(QpCore& qp) {
-  if (qp.state != verbsim::QpState::kRts || qp.req_halted) return;
+  if (qp.state != verbsim::QpState::kRts || qp.req_halted ||
+      qp.send_engine_idle) {
+    return;
+  }
   // In an RNR wait only WRs not sent yet may go, and only where the profile
   // says so: req_next is past every WR in flight until the RNR timer
   // rewinds it (RequesterRewind).

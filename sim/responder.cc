@@ -491,6 +491,12 @@ void ResponderReceive(QpCore& qp, Packet& p) {
     ExecuteWrite(qp, p);
   } else if (p.opcode == RcOp::kReadRequest) {
     ExecuteRead(qp, p);
+    if (qp.send_engine_idle && qp.state == verbsim::QpState::kRts) {
+      // The READ response runs the send engine, which goes on with the
+      // WRs waiting in the ring (IwarpRules::rts_leaves_the_ring_waiting).
+      qp.send_engine_idle = false;
+      RequesterRun(qp);
+    }
   } else if (IsAtomicRequest(p.opcode)) {
     ExecuteAtomic(qp, p);
   }

@@ -266,6 +266,12 @@ struct QpCore {
   // it waits, never sent (1 or 0 of them).
   bool tx_suspended = false;
   uint32_t sq_outside_ring = 0;
+  // siw: the QP entered RTS with WRs waiting in its send ring. Nothing
+  // starts the send engine then, and libsiw rings no doorbell while the
+  // slot before a new WR still holds one (IwarpRules::
+  // rts_leaves_the_ring_waiting); the engine starts only when it has work
+  // of its own, a READ response.
+  bool send_engine_idle = false;
   // Completer: retry state and the retransmission timer.
   int retry_left = 0;
   int rnr_left = 0;
