@@ -83,5 +83,34 @@ TEST(Known, ListsTheSeedsAndNamesABadLine) {
   EXPECT_FALSE(ReadKnown("/nonexistent/known.txt").ok());
 }
 
+TEST(LocalOrRemoteErrorRace, OneWrsErrorClassAndNothingElse) {
+  Trace sim;
+  sim.calls = {"0 post_send qp0 -> qp0 ok"};
+  sim.completions["qp0 send"] = {"wr 7 SUCCESS RDMA_WRITE",
+                                 "wr 8 REM_ACCESS_ERR", "wr 9 WR_FLUSH_ERR"};
+  sim.completions["qp1 recv"] = {"wr 3 WR_FLUSH_ERR"};
+  Trace dev = sim;
+  dev.completions["qp0 send"][1] = "wr 8 LOC_PROT_ERR";
+  EXPECT_TRUE(LocalOrRemoteErrorRace(sim, dev));
+  EXPECT_TRUE(LocalOrRemoteErrorRace(dev, sim));
+  Trace same_class = sim;
+  same_class.completions["qp0 send"][1] = "wr 8 REM_OP_ERR";
+  EXPECT_FALSE(LocalOrRemoteErrorRace(sim, same_class));
+  Trace flushed = sim;
+  flushed.completions["qp0 send"][1] = "wr 8 WR_FLUSH_ERR";
+  EXPECT_FALSE(LocalOrRemoteErrorRace(sim, flushed));
+  Trace more = dev;
+  more.completions["qp1 recv"].clear();
+  EXPECT_FALSE(LocalOrRemoteErrorRace(sim, more));
+  Trace bytes = dev;
+  bytes.bytes[1] = {1};
+  EXPECT_FALSE(LocalOrRemoteErrorRace(sim, bytes));
+  Trace two = dev;
+  two.completions["qp0 send"][2] = "wr 9 LOC_QP_OP_ERR";
+  sim.completions["qp0 send"][2] = "wr 9 REM_OP_ERR";
+  EXPECT_FALSE(LocalOrRemoteErrorRace(sim, two));
+  EXPECT_FALSE(LocalOrRemoteErrorRace(sim, sim));
+}
+
 }  // namespace
 }  // namespace verbsim::difftest

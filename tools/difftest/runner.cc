@@ -14,7 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/endpoint.h"
 #include "core/errors.h"
@@ -434,6 +436,60 @@ std::vector<std::string> Compare(const Trace& a, const Trace& b,
                                   side, first));
   }
   return out;
+}
+
+namespace {
+
+// "wr 8 REM_ACCESS_ERR" -> ("wr 8", "REM_ACCESS_ERR"); a success has more
+// words and no error class.
+bool SplitErrorCompletion(const std::string& line, std::string* wr,
+                          std::string* status) {
+  const std::vector<std::string> words = absl::StrSplit(line, ' ');
+  if (words.size() != 3 || words[0] != "wr") return false;
+  *wr = absl::StrCat(words[0], " ", words[1]);
+  *status = words[2];
+  return true;
+}
+
+bool IsLocalError(const std::string& s) {
+  return s == "LOC_PROT_ERR" || s == "LOC_QP_OP_ERR";
+}
+
+bool IsRemoteError(const std::string& s) {
+  return s == "REM_ACCESS_ERR" || s == "REM_OP_ERR" || s == "REM_INV_REQ_ERR";
+}
+
+}  // namespace
+
+bool LocalOrRemoteErrorRace(const Trace& a, const Trace& b) {
+  if (a.calls != b.calls || a.bytes[0] != b.bytes[0] ||
+      a.bytes[1] != b.bytes[1] || a.completions.size() != b.completions.size()) {
+    return false;
+  }
+  int raced = 0;
+  for (const auto& [queue, va] : a.completions) {
+    const auto it = b.completions.find(queue);
+    if (it == b.completions.end()) return false;
+    const std::vector<std::string>& vb = it->second;
+    if (va == vb) continue;
+    if (va.size() != vb.size() || !absl::EndsWith(queue, " send")) {
+      return false;
+    }
+    for (size_t i = 0; i < va.size(); ++i) {
+      if (va[i] == vb[i]) continue;
+      std::string wa, sa, wb, sb;
+      if (!SplitErrorCompletion(va[i], &wa, &sa) ||
+          !SplitErrorCompletion(vb[i], &wb, &sb) || wa != wb) {
+        return false;
+      }
+      if (!((IsLocalError(sa) && IsRemoteError(sb)) ||
+            (IsRemoteError(sa) && IsLocalError(sb)))) {
+        return false;
+      }
+      ++raced;
+    }
+  }
+  return raced == 1;
 }
 
 std::string Format(const Trace& trace) {

@@ -53,6 +53,16 @@ std::vector<std::string> Compare(const Trace& a, const Trace& b,
                                  const std::string& name_a,
                                  const std::string& name_b);
 
+// Whether two traces differ only where rxe0 answers either way: one WR of
+// one send queue ends with a local error (LOC_PROT_ERR, LOC_QP_OP_ERR) in
+// one trace and a remote one (REM_ACCESS_ERR, REM_OP_ERR, REM_INV_REQ_ERR)
+// in the other, and everything else, calls, other completions and bytes,
+// is equal. rxe builds and sends a WR packet by packet, and the peer's NAK
+// of an early packet races the requester's own check of a later packet's
+// local SGE (docs/fidelity.md, "Differential runs": both outcomes at every
+// count of packets sent before the failing one).
+bool LocalOrRemoteErrorRace(const Trace& a, const Trace& b);
+
 // The whole trace, for printing.
 std::string Format(const Trace& trace);
 

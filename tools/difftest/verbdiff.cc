@@ -17,6 +17,9 @@
 //                counted, not failed. A seed not in it that diverges is
 //                run twice more and fails the run only if it diverges each
 //                time; one that agrees on a rerun is counted as timing.
+//                Against rxe, a divergence that is only one WR's local
+//                error against a remote one is counted as racy on the
+//                device (LocalOrRemoteErrorRace in runner.h).
 //   --print      print the program of SEED and its trace on --a, and exit
 //   --settle-us  time the devices get after each operation (500): slept
 //                on hardware, virtual time on a sim (RunOptions::settle)
@@ -25,7 +28,7 @@
 //
 // Prints one line per divergence and a summary: "verbdiff: sim:rxe vs
 // hw:rxe0: 200 programs, 0 diverge, 40.1 programs/s" (with --known, how
-// many of them were known, new and timing, and the known seeds that
+// many of them were known, new, timing and racy, and the known seeds that
 // agreed). Exit status 0 when none diverges (with --known: no new one), 1
 // when one does, 2 for bad usage, a known file that does not parse or a
 // provider that does not open, 3 when a program hangs.
@@ -39,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -173,7 +177,11 @@ int Main(int argc, char** argv) {
   }
   const bool with_known = !args.known.empty();
   const absl::Time start = absl::Now();
-  int diverged = 0, known_diverged = 0, fresh = 0, timing = 0;
+  int diverged = 0, known_diverged = 0, fresh = 0, timing = 0, racy = 0;
+  // rxe0 ends some WRs with a local or a remote error by chance
+  // (LocalOrRemoteErrorRace): such a divergence is counted, not failed.
+  const bool rxe_races = absl::StrContains(args.a, "rxe") ||
+                         absl::StrContains(args.b, "rxe");
   std::vector<uint64_t> known_agreed;
   uint64_t run = 0;
   // A device call that never returns (a kernel or library wait) would hold
@@ -215,6 +223,10 @@ int Main(int argc, char** argv) {
     if (with_known && is_known) {
       ++known_diverged;
       label = "DIVERGES (known)";
+    } else if (with_known && rxe_races &&
+               LocalOrRemoteErrorRace(o.a, o.b)) {
+      ++racy;
+      label = "DIVERGES (racy on the device: a local or a remote error)";
     } else if (with_known) {
       // Not known: a divergence that timing made (a device's work racing
       // the program's next call) does not come back on every run.
@@ -253,8 +265,8 @@ int Main(int argc, char** argv) {
               args.a.c_str(), args.b.c_str(),
               static_cast<unsigned long long>(run), diverged);
   if (with_known) {
-    std::printf(" (%d known, %d new, %d timing)", known_diverged, fresh,
-                timing);
+    std::printf(" (%d known, %d new, %d timing, %d racy)", known_diverged,
+                fresh, timing, racy);
   }
   std::printf(", %.1f programs/s\n",
               seconds > 0 ? static_cast<double>(run) / seconds : 0.0);
