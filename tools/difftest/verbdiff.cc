@@ -186,9 +186,12 @@ int Main(int argc, char** argv) {
   uint64_t run = 0;
   // A device call that never returns (a kernel or library wait) would hold
   // the whole run: a watchdog names the program and ends the process.
-  std::atomic<uint64_t> current{args.first};
-  std::atomic<int64_t> started_ns{absl::GetCurrentTimeNanos()};
-  std::thread([&current, &started_ns, hang = args.hang_seconds] {
+  // Static: the watchdog outlives this function while the process exits.
+  static std::atomic<uint64_t> current{0};
+  static std::atomic<int64_t> started_ns{0};
+  current = args.first;
+  started_ns = absl::GetCurrentTimeNanos();
+  std::thread([hang = args.hang_seconds] {
     while (true) {
       absl::SleepFor(absl::Seconds(1));
       const int64_t since = absl::GetCurrentTimeNanos() - started_ns.load();
@@ -277,8 +280,12 @@ int Main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  if (with_known) return fresh == 0 ? 0 : 1;
-  return diverged == 0 ? 0 : 1;
+  // Ends here, without the static destructors: the run is over, and a
+  // device slow to close at exit must not be taken for a hung program.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (with_known) _exit(fresh == 0 ? 0 : 1);
+  _exit(diverged == 0 ? 0 : 1);
 }
 
 }  // namespace
