@@ -62,12 +62,13 @@ BatchExpectation RkeyHarness::ModelBatch(const std::vector<BatchWr>& wrs,
     ResponderView rv{1, kServerPd, server_access_, kServerQp};
     RemoteOutcome out = PredictRemote(req, rv, keys_, rules_);
     if ((b.wr.send_flags & kSendInline) &&
-        (b.kind == RemoteKind::kRead || atomic) &&
+        ((b.kind == RemoteKind::kRead && b.length > 0) || atomic) &&
         !rules_.post_send.inline_needs_send_or_write &&
         out.requester.IsSuccessOnly()) {
       // rxe: an inline READ or atomic is posted with its SGE list replaced
-      // by the inline bytes, so the response has nowhere to land
+      // by the inline bytes, so a response with bytes has nowhere to land
       // (rxe_comp.c): the responder executed it, the requester fails it.
+      // A zero-length READ places nothing and succeeds.
       out.requester = rules_.bad_lkey;
     }
     if (out.consumes_recv) {

@@ -187,7 +187,9 @@ void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
 
 // Profiles that check a READ's or an atomic's local SGEs when the response
 // arrives (rxe_comp.c: copy_data into the WQE's SGE list): false, with the
-// WQE failed, when they do not take it. An inline READ has no SGE list.
+// WQE failed, when they do not take it. An inline READ has no SGE list,
+// which matters only when there are bytes to place: a zero-length READ
+// copies nothing (rxe_comp.c copy_data returns at once for length 0).
 // `offset` and `length` name the bytes of the response at hand; profiles
 // that copy per packet (gathers_per_packet: rxe copies each READ response
 // packet as it comes) check just those, so the packets before a failing
@@ -203,6 +205,7 @@ bool ResponseSgesOk(QpCore& qp, SendWqe& w, uint64_t offset,
     if (offset > 0) return true;  // checked whole at the first response
     length = w.length;
   }
+  if (length == 0) return true;
   if (!w.is_inline &&
       CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, offset, length,
                     kAccessLocalWrite) == AccessResult::kOk) {
@@ -231,7 +234,8 @@ void OnReadResponse(QpCore& qp, const Packet& p) {
     return;
   }
   const uint64_t offset =
-      static_cast<uint64_t>(w->responses_got) * PathMtuBytes(qp);
+      static_cast<uint64_t>(w->responses_got) *
+      PacketPayloadBytes(qp, WrOpcode::kRdmaRead);
   if (!ResponseSgesOk(qp, *w, offset, p.payload.size())) return;
   ScatterTo(w->sges, offset, p.payload.data(), p.payload.size());
   ++w->responses_got;

@@ -16,7 +16,17 @@
 
 namespace verbsim::sim {
 
-uint32_t PathMtuBytes(const QpCore& qp) {
+uint32_t PacketPayloadBytes(const QpCore& qp, WrOpcode opcode) {
+  const uint32_t segment = qp.node->fabric->profile().iwarp.tcp_segment_bytes;
+  if (segment > 0) {
+    // siw's iwarp.h: struct iwarp_send (untagged) and iwarp_rdma_write /
+    // iwarp_rdma_rresp (tagged); then the MPA CRC field.
+    constexpr uint32_t kUntaggedHeader = 20, kTaggedHeader = 16, kCrc = 4;
+    const bool untagged = opcode == WrOpcode::kSend ||
+                          opcode == WrOpcode::kSendWithImm ||
+                          opcode == WrOpcode::kSendWithInv;
+    return segment - (untagged ? kUntaggedHeader : kTaggedHeader) - kCrc;
+  }
   int bytes = MtuBytes(qp.attr.path_mtu);
   return bytes > 0 ? static_cast<uint32_t>(bytes) : 1024;
 }
@@ -67,7 +77,10 @@ void Fabric::Transmit(Packet packet) {
   const int64_t start = std::max(now_ns_, free_ns);
   free_ns = start + serialise_ns;
   int64_t arrive = free_ns + absl::ToInt64Nanoseconds(link.latency);
-  if (PayloadLength(packet) > static_cast<size_t>(link.mtu)) {
+  // An iWARP FPDU rides a TCP stream, which cuts it to the link's MTU
+  // itself: only an InfiniBand or RoCE packet can be too long for a link.
+  const bool rides_tcp = profile().iwarp.tcp_segment_bytes > 0;
+  if (!rides_tcp && PayloadLength(packet) > static_cast<size_t>(link.mtu)) {
     if (keep_packets_) captured_.push_back({now_ns_, packet, true});
     Schedule(arrive, [this, p = std::move(packet)]() {
       TracePacket(TraceKind::kDrop, p, "larger than the link MTU");

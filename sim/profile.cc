@@ -337,6 +337,9 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.error_completion_opcode = ErrorCompletionOpcode::kTheWrs;
     p.iwarp.rts_needs_cm = true;
     p.iwarp.rts_leaves_the_ring_waiting = true;
+    // A netdev MTU of 9000, as the guest's siw0 has (docs/fidelity.md): an
+    // MSS of 8948 with TCP timestamps, rounded down to 8944.
+    p.iwarp.tcp_segment_bytes = 8944;
     p.iwarp.takes_state_only = true;
     p.iwarp.query_reports_qp_attrs = false;
     p.iwarp.completes_on_transmit = true;

@@ -87,6 +87,16 @@ struct IwarpRules {
   // for work of its own, a READ response (siw_qp_rx.c: an RDMA READ request
   // starts the send queue, which goes on with the ring), or a flush.
   bool rts_leaves_the_ring_waiting = false;
+  // 0: a message is cut into packets of the path MTU. Otherwise the bytes
+  // of one TCP segment, which siw fills with one FPDU (siw_qp_tx.c
+  // siw_update_tcpseg and siw_prepare_fpdu): the MSS, as siw_create_qp
+  // limits GSO to one segment, rounded down to 8 bytes. An FPDU carries
+  // its header (20 bytes for a SEND, 16 for a WRITE or READ response:
+  // siw's iwarp.h) and 4 of MPA CRC besides its payload, so where the
+  // receiver checks a receive's length per FPDU (siw_qp_rx.c
+  // siw_send_check_ntoh), a SEND too long for its receive fails LOC_LEN_ERR
+  // before any of its bytes are checked against the receive's region.
+  uint32_t tcp_segment_bytes = 0;
   // ibv_modify_qp reaches a driver that takes only the state and the access
   // flags (siw_verbs.c siw_verbs_modify_qp): no transition table, no
   // required or forbidden attributes, no ranges; only the kernel's core

@@ -17,7 +17,7 @@ uint32_t NumPsn(const QpCore& qp, const SendWqe& w) {
       w.opcode == WrOpcode::kAtomicFetchAndAdd) {
     return 1;
   }
-  const uint64_t mtu = PathMtuBytes(qp);
+  const uint64_t mtu = PacketPayloadBytes(qp, w.opcode);
   return static_cast<uint32_t>(std::max<uint64_t>(1, (w.length + mtu - 1) / mtu));
 }
 
@@ -42,7 +42,7 @@ bool PrepareWqe(QpCore& qp, SendWqe& w) {
                        : profile.bad_lkey_status;
         if (profile.gathers_per_packet && qp.type == QpType::kRc) {
           // The whole packets before the first that fails are sent.
-          const uint64_t mtu = PathMtuBytes(qp);
+          const uint64_t mtu = PacketPayloadBytes(qp, w.opcode);
           uint32_t good = 0;
           while ((good + 1) * mtu <= w.length &&
                  CheckSgeRange(keys, qp.pd.get(), w.sges, good * mtu, mtu,
@@ -182,7 +182,7 @@ RcOp WriteOpcode(const SendWqe& w, uint32_t index, uint32_t count) {
 // Sends the packets of `w` from PSN `from` on (those before `limit`).
 void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
                  uint32_t limit = UINT32_MAX) {
-  const uint32_t mtu = PathMtuBytes(qp);
+  const uint32_t mtu = PacketPayloadBytes(qp, w.opcode);
   const uint32_t skip = static_cast<uint32_t>(PsnDiff(from, w.first_psn));
   switch (w.opcode) {
     case WrOpcode::kRdmaRead: {

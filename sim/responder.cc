@@ -190,7 +190,7 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
 void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
                        uint32_t rkey, bool fetch_late) {
   FlushPendingAck(qp);
-  const uint64_t mtu = PathMtuBytes(qp);
+  const uint64_t mtu = PacketPayloadBytes(qp, WrOpcode::kRdmaRead);
   const uint32_t n =
       static_cast<uint32_t>(std::max<uint64_t>(1, (len + mtu - 1) / mtu));
   for (uint32_t i = 0; i < n; ++i) {
@@ -245,7 +245,7 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
     FatalNak(qp, p.psn, NakCode::kRemoteAccessError);
     return;
   }
-  const uint64_t mtu = PathMtuBytes(qp);
+  const uint64_t mtu = PacketPayloadBytes(qp, WrOpcode::kRdmaRead);
   const uint32_t n = static_cast<uint32_t>(
       std::max<uint64_t>(1, (uint64_t{p.dma_len} + mtu - 1) / mtu));
   KeepResource(qp, RdAtomicResource{p.psn, false, 0});

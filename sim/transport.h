@@ -55,8 +55,10 @@ void RequesterRewind(QpCore& qp, uint32_t psn);
 bool GatherDeferred(QpCore& qp, Packet& packet);
 
 // --- link.cc: from one QP to another ---------------------------------------
-// Payload bytes per packet on this QP.
-uint32_t PathMtuBytes(const QpCore& qp);
+// Payload bytes per packet of a message of `opcode` on this QP (for a READ,
+// per response packet): the path MTU, or what an iWARP profile's FPDU
+// holds (IwarpRules::tcp_segment_bytes).
+uint32_t PacketPayloadBytes(const QpCore& qp, WrOpcode opcode);
 // Sends `packet` from `qp` to its peer (Fabric::Transmit, Arrive, Deliver).
 void TransmitFrom(QpCore& qp, Packet packet);
 

@@ -79,6 +79,10 @@ struct Expectations {
   // Receive buffer too small for the message.
   StatusSet recv_too_small_sender = {WcStatus::kRemInvReqErr};
   StatusSet recv_too_small_receiver = {WcStatus::kLocLenErr};
+  // Payload bytes of a SEND's first packet: 0 for the path MTU; siw fills a
+  // TCP segment per FPDU (with the guest's 9000-byte netdev MTU, 8920).
+  // A receive's length and region are checked per packet, the length first.
+  uint32_t send_segment_bytes = 0;
   // No receive posted, rnr_retry exhausted.
   StatusSet rnr_exceeded = {WcStatus::kRnrRetryExcErr};
   // Peer silent (reset or destroyed), retry_cnt exhausted.

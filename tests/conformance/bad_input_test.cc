@@ -321,6 +321,34 @@ TEST_P(BadWrTest, InlineReadIsEinval) {
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
 }
 
+// A zero-length inline READ: where an inline READ is posted, its response
+// has no bytes to place, so the missing SGE list is never looked at and the
+// READ succeeds (rxe_comp.c copy_data returns at once for length 0).
+TEST_P(BadWrTest, ZeroLengthInlineRead) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  const Sge sge = SgeOf(*p->cmr, 0, 0);
+  SendWr wr = MakeWr(WrOpcode::kRdmaRead, 1, {&sge, 1},
+                     kSendSignaled | kSendInline);
+  wr.rdma.remote_addr = p->sbuf.addr();
+  wr.rdma.rkey = p->smr->rkey();
+  if (!expect().inline_read.empty()) {
+    ASSERT_OK(p->client().Post(wr));
+    ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
+    EXPECT_THAT(wc, WcOk(1u, WcOpcode::kRdmaRead)) << wc;
+    // The QP goes on: a later WRITE completes.
+    const Sge one = SgeOf(*p->cmr, 0, 8);
+    SendWr write = MakeWr(WrOpcode::kRdmaWrite, 2, {&one, 1}, kSendSignaled);
+    write.rdma.remote_addr = p->sbuf.addr();
+    write.rdma.rkey = p->smr->rkey();
+    ASSERT_OK(p->client().Post(write));
+    ASSERT_OK_AND_ASSIGN(WorkCompletion wc2, Await(p->client().send_cq()));
+    EXPECT_THAT(wc2, WcOk(2u, WcOpcode::kRdmaWrite)) << wc2;
+    return;
+  }
+  EXPECT_THAT(p->client().Post(wr), HasErrno(EINVAL));
+  EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
+}
+
 TEST_P(BadWrTest, TooManySendSgesIsEinval) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
   ASSERT_OK_AND_ASSIGN(QpAttr attr, p->client().qp()->Query());

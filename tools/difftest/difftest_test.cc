@@ -44,8 +44,8 @@ TEST(RunBoth, TheTraceNamesObjectsByTheProgramsIndices) {
     // No key, QP number or address: only mrN / qpN and errno names.
     EXPECT_EQ(call.find("0x5a5a"), std::string::npos) << call;
   }
-  EXPECT_EQ(t->bytes[0].size(), kBufferBytes);
-  EXPECT_EQ(t->bytes[1].size(), kBufferBytes);
+  EXPECT_EQ(t->bytes[0].size(), kArenaBytes);
+  EXPECT_EQ(t->bytes[1].size(), kArenaBytes);
 }
 
 TEST(Shrink, KeepsADifferenceInASmallerProgram) {

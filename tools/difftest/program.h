@@ -16,6 +16,11 @@ namespace verbsim::difftest {
 
 // The buffer each side registers from: page aligned, this long.
 inline constexpr uint32_t kBufferBytes = 16384;
+// The memory behind each side's buffer: a program's offsets and lengths are
+// each at most kBufferBytes, so every range it names ends inside this, and
+// what the device pins never depends on what the heap holds past it (an
+// unmapped page there made ibv_reg_mr answer EFAULT on some runs).
+inline constexpr uint32_t kArenaBytes = 2 * kBufferBytes;
 
 enum class OpKind : uint8_t {
   kRegMr,      // side, offset, length, access

@@ -106,9 +106,9 @@ class Run {
           s.context->CreateCq(1024, nullptr);
       if (!cq.ok()) return cq.status();
       s.cq = *std::move(cq);
-      s.buffer = static_cast<uint8_t*>(std::aligned_alloc(4096, kBufferBytes));
+      s.buffer = static_cast<uint8_t*>(std::aligned_alloc(4096, kArenaBytes));
       if (s.buffer == nullptr) return Errno(ENOMEM, "buffer");
-      for (uint32_t b = 0; b < kBufferBytes; ++b) {
+      for (uint32_t b = 0; b < kArenaBytes; ++b) {
         s.buffer[b] = static_cast<uint8_t>(b * 7 + i * 101 + program_.seed);
       }
     }
@@ -120,7 +120,7 @@ class Run {
     }
     FinalPoll();
     for (int i = 0; i < 2; ++i) {
-      trace_.bytes[i].assign(sides_[i].buffer, sides_[i].buffer + kBufferBytes);
+      trace_.bytes[i].assign(sides_[i].buffer, sides_[i].buffer + kArenaBytes);
     }
     return trace_;
   }
