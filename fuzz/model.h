@@ -68,6 +68,11 @@ struct PostSendRules {
   // A BIND_MW work request for a type 1 window is EINVAL (IBA 10.6.7.2;
   // rxe 6.1 accepts it: its ibv_bind_mw posts one).
   bool type1_bind_wr_refused = true;
+  // Before RTS a post fails EINVAL, yet the WRs that pass these checks and
+  // find a free slot are written into the send queue and go out with the
+  // first post in RTS (providers/rxe/rxe.c rxe_post_send rings the doorbell
+  // after writing them; the kernel refuses it below RTS).
+  bool keeps_wrs_posted_before_rts = false;
 };
 
 // What differs between the implementations the sim's profiles stand for

@@ -79,6 +79,7 @@ ProfileRules RulesFor(const std::string& profile) {
     r.post_send.atomic_needs_one_8_byte_sge = false;
     r.post_send.atomic_target_aligned_at_post = true;
     r.post_send.type1_bind_wr_refused = false;
+    r.post_send.keeps_wrs_posted_before_rts = true;
     r.checks_response_sges_on_arrival = true;
     r.fence_waits_for_later_reads_on_retry = true;
     r.failed_write_imm_completes_its_recv = true;

@@ -183,15 +183,35 @@ void SequenceHarness::PostSendOp() {
   FUZZ_NOTE(absl::StrCat("post send qp ", i, desc, ": ", s.ToString(),
                     s.ok() ? "" : absl::StrCat(" bad_index ", bad_index)));
   size_t accepted = 0;
-  // A send WR is checked before the queue's room (rxe post_one_send);
-  // a receive after it (rxe_post_one_recv): a full receive queue answers
-  // ENOMEM even for a WR with too many SGEs.
-  CheckPost(s, bad_index, n, whole, definite, may_full, false, "PostSend",
-            &accepted);
+  const bool kept_before_rts = whole == EINVAL && !q.destroyed &&
+                               rules_.post_send.keeps_wrs_posted_before_rts &&
+                               SendQueueClosed(Sync(i));
+  if (kept_before_rts) {
+    // EINVAL whatever the WRs were; those before the first bad or the
+    // first without a slot are in the queue (PostSendRules). Nothing
+    // completes before RTS, so the room is known exactly.
+    size_t kept = 0;
+    while (kept < n && definite[kept] == 0 && !may_full[kept]) ++kept;
+    if (ErrnoOf(s) != EINVAL || bad_index != kept) {
+      Violation(absl::StrCat("PostSend before RTS: expected EINVAL with ",
+                             kept, " WRs kept, got ", s.ToString(),
+                             " bad_index ", bad_index));
+    }
+    accepted = kept;
+  } else {
+    // A send WR is checked before the queue's room (rxe post_one_send);
+    // a receive after it (rxe_post_one_recv): a full receive queue
+    // answers ENOMEM even for a WR with too many SGEs.
+    CheckPost(s, bad_index, n, whole, definite, may_full, false, "PostSend",
+              &accepted);
+  }
   for (size_t k = 0; k < accepted; ++k) {
     const bool signaled =
         q.sq_sig_all || (wrs[k].send_flags & kSendSignaled) != 0;
-    tracker_.Track(next_wr_id_++, i, false, signaled, wrs[k].opcode);
+    // A WR kept before RTS goes only if the QP reaches RTS and is posted
+    // to again, or is flushed: it may never complete.
+    tracker_.Track(next_wr_id_++, i, false, signaled, wrs[k].opcode,
+                   /*unflushed=*/kept_before_rts);
   }
   next_wr_id_ = tracker_.size() + 1;
 }

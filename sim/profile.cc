@@ -252,6 +252,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.gathers_per_packet = true;
     p.answers_arrive_between_packets = true;
     p.sends_new_wrs_during_rnr_wait = true;
+    p.keeps_send_wrs_posted_before_rts = true;
     p.failed_write_imm_completes_its_recv = true;
     StrongMemory(p);
     p.ipv4_ttl = 64;

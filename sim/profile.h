@@ -436,6 +436,15 @@ struct SimProfile {
   // QP moves to ERR (found by the differential runs). Otherwise the
   // requester does nothing until the RNR timer fires.
   bool sends_new_wrs_during_rnr_wait = false;
+  // ibv_post_send before RTS (RESET, INIT, RTR): refused, nothing kept
+  // (false), or, as libibverbs' rxe does, every valid WR is written into
+  // the send queue and then the doorbell is refused, EINVAL in place of any
+  // WR's own answer (providers/rxe/rxe.c rxe_post_send rings it after the
+  // loop, always; rxe_verbs.c rxe_post_send refuses it below RTS). The WRs
+  // hold their slots and wait: entering RTS does not run the requester
+  // (rxe_qp.c rxe_qp_modify), the next doorbell does, on any post_send in
+  // RTS, and a move to ERR flushes them.
+  bool keeps_send_wrs_posted_before_rts = false;
   // A one-packet RDMA WRITE with immediate takes its receive WQE before
   // the responder checks the R_Key (rxe_resp.c: check_resource runs before
   // check_rkey for an opcode that needs a receive), so when that check

@@ -295,6 +295,12 @@ absl::Status ModifyQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   if (from == S::kInit && to == S::kRtr) StartReceiving(qp);
   if (from == S::kRtr && to == S::kRts) StartSending(qp);
   qp.state = to;
+  if (to == S::kRts && from == S::kRtr && !qp.sq.empty() &&
+      qp.node->fabric->profile().keeps_send_wrs_posted_before_rts) {
+    // WRs kept from before RTS wait for the next doorbell (SimProfile).
+    qp.send_engine_idle = true;
+    return absl::OkStatus();
+  }
   if (to == S::kRts) RequesterRun(qp);
   return absl::OkStatus();
 }
@@ -567,6 +573,32 @@ absl::Status PostToIdleRing(QpCore& qp, absl::Span<const SendWr> wrs,
                qp.qpn, QpStateName(qp.state));
 }
 
+// libibverbs' rxe before RTS (SimProfile::keeps_send_wrs_posted_before_rts):
+// each WR is checked and, when valid and a slot is free, written into the
+// send queue; then the doorbell is refused, and its EINVAL is the answer
+// whatever a WR's own was. The WRs written wait for a doorbell in RTS.
+absl::Status PostKeptUntilRts(QpCore& qp, absl::Span<const SendWr> wrs,
+                              absl::Span<const ResolvedWr> resolved,
+                              size_t* bad_index) {
+  static const ResolvedWr kNone;
+  const SimProfile& profile = qp.node->fabric->profile();
+  size_t i = 0;
+  for (; i < wrs.size(); ++i) {
+    const ResolvedWr& r = i < resolved.size() ? resolved[i] : kNone;
+    const bool full = SqSlotsHeld(qp) >= qp.cap.max_send_wr;
+    if (full && profile.post_send.full_queue_checked_first) break;
+    if (!CheckSendWr(qp, wrs[i], r).ok() || full) break;
+    SendWqe w = MakeWqe(qp, wrs[i], r);
+    w.seq = qp.next_wqe_seq++;
+    qp.sq.push_back(std::move(w));
+  }
+  if (bad_index != nullptr) *bad_index = i;
+  return Errno(EINVAL,
+               "qp %u is in %s: the doorbell needs RTS (%zu WRs written stay "
+               "in the send queue until a post_send in RTS)",
+               qp.qpn, QpStateName(qp.state), i);
+}
+
 }  // namespace
 
 absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
@@ -581,6 +613,9 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
   // Posting to the send queue before RTS fails (rxe; the spec leaves RESET,
   // INIT and RTR to the implementation).
   if (before_rts && !profile.iwarp.takes_state_only) {
+    if (profile.keeps_send_wrs_posted_before_rts) {
+      return PostKeptUntilRts(qp, wrs, resolved, bad_index);
+    }
     return Errno(EINVAL, "qp %u is in %s: post_send needs RTS", qp.qpn,
                  QpStateName(qp.state));
   }
@@ -593,6 +628,9 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
        (qp.state == S::kErr && !profile.flushes_send_posted_in_err))) {
     return PostToIdleRing(qp, wrs, resolved, bad_index);
   }
+  // rxe rings the doorbell after every post, and it runs the requester over
+  // WRs kept from before RTS too (RequesterRun below).
+  if (profile.keeps_send_wrs_posted_before_rts) qp.send_engine_idle = false;
   for (size_t i = 0; i < wrs.size(); ++i) {
     if (bad_index != nullptr) *bad_index = i;
     const SendWr& wr = wrs[i];

@@ -491,7 +491,8 @@ void ResponderReceive(QpCore& qp, Packet& p) {
     ExecuteWrite(qp, p);
   } else if (p.opcode == RcOp::kReadRequest) {
     ExecuteRead(qp, p);
-    if (qp.send_engine_idle && qp.state == verbsim::QpState::kRts) {
+    if (qp.send_engine_idle && qp.state == verbsim::QpState::kRts &&
+        qp.node->fabric->profile().iwarp.rts_leaves_the_ring_waiting) {
       // The READ response runs the send engine, which goes on with the
       // WRs waiting in the ring (IwarpRules::rts_leaves_the_ring_waiting).
       qp.send_engine_idle = false;

@@ -76,6 +76,8 @@ Expectations Rxe() {
   e.atomic_takes_any_sge_list_of_8_bytes = true;
   e.atomic_executes_before_local_check = true;
   e.inline_read = {WcStatus::kLocProtErr};
+  // providers/rxe/rxe.c rxe_post_send; rxe_verbs.c rxe_post_send.
+  e.keeps_send_wrs_posted_before_rts = true;
   e.local_error_sends_earlier_packets = true;
   // rxe_net.c prepare4: the route's TTL, not the AH's hop limit.
   e.ipv4_ttl = 64;

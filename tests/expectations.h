@@ -253,6 +253,10 @@ struct Expectations {
   // The errno of ibv_post_send on an RC QP before RTS: EINVAL, or siw's
   // ENOTCONN (siw_verbs.c siw_post_send: "QP out of state").
   int post_send_before_rts_errno = EINVAL;
+  // A valid WR posted before RTS is written into the send queue although
+  // the post fails, and goes out with the first post_send in RTS (rxe:
+  // libibverbs writes it before the kernel refuses the doorbell).
+  bool keeps_send_wrs_posted_before_rts = false;
   // ibv_modify_srq resizes (IBV_SRQ_MAX_WR); false: EOPNOTSUPP (libsiw).
   bool resizes_srq = true;
   // struct ibv_device's node_type: 1 (CA) for InfiniBand and RoCE, 4 (RNIC)
