@@ -639,6 +639,41 @@ per device):
   an outstanding WR included (rxe_comp.c rxe_drain_resp_pkts).
   `FlushStatusTest.AFailedWrBehindAnOutstandingRead`; profile field
   `flush_overrides_failures`.
+- rxe, a zero-length inline READ: libibverbs' rxe posts an inline READ
+  with its SGE list overwritten by the inline bytes, so a response with
+  bytes has nowhere to land (LOC_PROT_ERR, above); a zero-length one
+  places nothing, copy_data returns at once, and the READ succeeds. The
+  sim had failed it (8 programs of the third campaign's survey).
+  `BadWrTest.ZeroLengthInlineRead`; sim/completer.cc `ResponseSgesOk`.
+- siw, the size of a packet: siw sends a message in FPDUs of one TCP
+  segment each (siw_qp_tx.c siw_update_tcpseg: the MSS, since
+  siw_create_qp limits GSO to one segment; siw_prepare_fpdu), 8944 bytes
+  on the guest's 9000-byte MTU less a 20-byte SEND header or a 16-byte
+  WRITE or READ response header and 4 bytes of MPA CRC. The receiver tests
+  a receive's length per FPDU before its region (siw_qp_rx.c
+  siw_send_check_ntoh, then siw_check_sge), so an 8 KiB SEND into a 4 KiB
+  receive that also starts outside its MR fails LOC_LEN_ERR on siw0, where
+  the sim, cutting at the path MTU, had found the region first
+  (GENERAL_ERR) and placed the packets before it. `RecvCheckOrderTest`
+  (rxe, with 4096-byte packets, answers the region's error); profile
+  field `iwarp.tcp_segment_bytes`, which the siw profile sets for that
+  MTU: a siw device on another MTU cuts elsewhere.
+- rxe, a post before RTS: libibverbs' rxe writes every valid WR into the
+  send queue and then rings the doorbell, which the kernel refuses below
+  RTS (providers/rxe/rxe.c and rxe_verbs.c rxe_post_send), so the post
+  answers EINVAL while its WRs stay in the queue, holding their slots.
+  Entering RTS runs nothing (rxe_qp.c rxe_qp_modify); the next post_send
+  rings the doorbell and they go out first; a move to ERR flushes them.
+  The sim had dropped them (seed 906 of the third campaign, below).
+  `KeptBeforeRtsTest`; profile field `keeps_send_wrs_posted_before_rts`.
+- The runner, memory past a buffer: a program may register up to 16 KiB
+  from an offset of up to 16 KiB into its 16 KiB buffer, and the bytes past
+  it were the heap's. A device's write there corrupted it (one siw
+  process of the third campaign ended in `free(): invalid next size`), and
+  whether `ibv_reg_mr` found the pages mapped depended on the heap
+  (EFAULT on some runs, 9 rxe and 2 siw programs of the second campaign).
+  Each side's buffer now has 32 KiB of its own memory behind it
+  (`kArenaBytes` in tools/difftest/program.h), all of it compared.
 
 The first campaign ran seeds 0 to 9999 on each device (commit d928747,
 before the last four fixes above, two processes per device): sim:rxe vs
