@@ -65,7 +65,7 @@ int Fabric::NodeByGid(const Gid& gid) const {
 }
 
 void Fabric::Schedule(int64_t at_ns, std::function<void()> fn) {
-  events_.push(Event{std::max(at_ns, now_ns_), next_seq_++, std::move(fn)});
+  events_.PushCall(std::max(at_ns, now_ns_), std::move(fn));
   // In real time, the progress thread sleeps until its next event: wake it
   // for an earlier one.
   if (udp_ != nullptr && at_ns < progress_wake_ns_) {
@@ -74,13 +74,26 @@ void Fabric::Schedule(int64_t at_ns, std::function<void()> fn) {
   }
 }
 
+void Fabric::ScheduleArrival(int64_t at_ns, Packet&& packet, bool corrupt) {
+  events_.PushArrival(std::max(at_ns, now_ns_), std::move(packet), corrupt);
+  if (udp_ != nullptr && at_ns < progress_wake_ns_) {
+    progress_wake_ns_ = at_ns;
+    udp_->Wake();
+  }
+}
+
 bool Fabric::Step() {
   if (events_.empty()) return false;
-  // The function may schedule more events; move it out first.
-  Event ev = std::move(const_cast<Event&>(events_.top()));
-  events_.pop();
+  // The event may schedule more events: it leaves the queue first.
+  const EventQueue::Head ev = events_.Pop();
   now_ns_ = std::max(now_ns_, ev.at_ns);
-  ev.fn();
+  if (ev.kind == EventQueue::Kind::kCall) {
+    events_.TakeCall(ev.slot)();
+  } else {
+    Arrive(std::move(events_.packet(ev.slot)),
+           ev.kind == EventQueue::Kind::kArriveCorrupt);
+    events_.ReleasePacket(ev.slot);
+  }
   return true;
 }
 
@@ -106,7 +119,7 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
          !ThreadIsRunnable(last_app_tid_.load(std::memory_order_relaxed)));
     const int64_t cap = frozen_ ? now_ns_ : INT64_MAX;
     if (app_idle && udp_ == nullptr && !events_.empty() &&
-        events_.top().at_ns <= cap) {
+        events_.top_at_ns() <= cap) {
       // The application is away (blocked on a descriptor, presumably):
       // move the fabric on for it, a batch at a time.
       Step();
@@ -149,7 +162,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
     const absl::Time deadline = absl::Now() + timeout;
     while (true) {
       SyncClock();
-      while (!done() && !events_.empty() && events_.top().at_ns <= now_ns_) {
+      while (!done() && !events_.empty() && events_.top_at_ns() <= now_ns_) {
         Step();
       }
       if (done()) return true;
@@ -165,10 +178,10 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
     bool stepped_time = frozen_;  // frozen: never the next moment
     while (!done()) {
       if (events_.empty()) return false;
-      if (events_.top().at_ns <= limit) {
+      if (events_.top_at_ns() <= limit) {
         Step();
       } else if (!stepped_time) {
-        limit = events_.top().at_ns;
+        limit = events_.top_at_ns();
         stepped_time = true;
       } else {
         return false;
@@ -194,7 +207,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
       // Frozen (re-read each turn: Freeze may come while this thread
       // waits): only what is due now runs, and the clock stays.
       const int64_t cap = frozen_ ? now_ns_ : limit;
-      if (events_.top().at_ns <= cap) {
+      if (events_.top_at_ns() <= cap) {
         Step();
         if (real_time && ++steps % 64 == 0) {
           if (absl::Now() >= real_deadline) return done();
@@ -229,7 +242,7 @@ bool Fabric::RunUntilIdle(absl::Duration max_virtual) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t limit = now_ns_ + absl::ToInt64Nanoseconds(max_virtual);
-  while (!events_.empty() && events_.top().at_ns <= limit) Step();
+  while (!events_.empty() && events_.top_at_ns() <= limit) Step();
   bool idle = events_.empty();
   if (!idle) now_ns_ = std::max(now_ns_, limit);
   cv_.notify_all();
@@ -243,7 +256,7 @@ void Fabric::RunFor(absl::Duration d) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t limit = now_ns_ + absl::ToInt64Nanoseconds(d);
-  while (!events_.empty() && events_.top().at_ns <= limit) Step();
+  while (!events_.empty() && events_.top_at_ns() <= limit) Step();
   now_ns_ = std::max(now_ns_, limit);
   cv_.notify_all();
 }

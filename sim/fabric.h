@@ -25,6 +25,7 @@
 #include <thread>
 #include "absl/time/time.h"
 #include "sim/addresses.h"
+#include "sim/event_queue.h"
 #include "sim/faults.h"
 #include "sim/keys.h"
 #include "sim/packet.h"
@@ -316,7 +317,7 @@ class Fabric {
   void Schedule(int64_t at_ns, std::function<void()> fn);
   // Puts a packet on the link from its src_node to its dst_node; it arrives
   // after the link's latency and serialisation, in order per link.
-  void Transmit(Packet packet);
+  void Transmit(Packet&& packet);
   // The latest time an answer (an ACK or NAK) to the packets `src` has put
   // on its link to `dst` so far can be back, when no fault delays them: the
   // link's queue, its latency and jitter both ways, and a microsecond.
@@ -419,18 +420,12 @@ class Fabric {
   void TracePacket(TraceKind kind, const Packet& p, absl::string_view note = {});
 
  private:
-  struct Event {
-    int64_t at_ns;
-    uint64_t seq;
-    std::function<void()> fn;
-    bool operator>(const Event& o) const {
-      return at_ns != o.at_ns ? at_ns > o.at_ns : seq > o.seq;
-    }
-  };
   bool Step();
-  void Deliver(Packet packet, bool corrupt);
+  // Puts `packet` on the event queue, to arrive at `at_ns`.
+  void ScheduleArrival(int64_t at_ns, Packet&& packet, bool corrupt);
+  void Deliver(Packet&& packet, bool corrupt);
   // Deliver for a local destination, a datagram for a remote one.
-  void Arrive(Packet packet, bool corrupt);
+  void Arrive(Packet&& packet, bool corrupt);
   // Whether `packet` goes to another process: to a node of another process,
   // or to a QP that another process made on a node both own.
   bool LeavesProcess(const Packet& packet) const;
@@ -459,8 +454,7 @@ class Fabric {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Node>> nodes_;
   int64_t now_ns_ = 0;
-  uint64_t next_seq_ = 0;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventQueue events_;
   // When each directed link is next free, for in-order serialisation.
   absl::flat_hash_map<std::pair<int, int>, int64_t> link_free_ns_;
   // Links with a model of their own, keyed (min node, max node).

@@ -73,12 +73,12 @@ void Fabric::ProgressLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       if (stop_) return;
       SyncClock();
-      while (!events_.empty() && events_.top().at_ns <= now_ns_) Step();
+      while (!events_.empty() && events_.top_at_ns() <= now_ns_) Step();
       // Sleep until the next event, at most 10 ms (Schedule wakes us for an
       // earlier one).
       sleep_ns = 10'000'000;
       if (!events_.empty()) {
-        sleep_ns = std::min(sleep_ns, events_.top().at_ns - now_ns_);
+        sleep_ns = std::min(sleep_ns, events_.top_at_ns() - now_ns_);
       }
       progress_wake_ns_ = now_ns_ + sleep_ns;
       cv_.notify_all();

@@ -31,7 +31,7 @@ uint32_t PacketPayloadBytes(const QpCore& qp, WrOpcode opcode) {
   return bytes > 0 ? static_cast<uint32_t>(bytes) : 1024;
 }
 
-void TransmitFrom(QpCore& qp, Packet packet) {
+void TransmitFrom(QpCore& qp, Packet&& packet) {
   ++qp.packets_sent;
   packet.src_node = qp.node->index;
   packet.src_qpn = qp.qpn;
@@ -58,11 +58,10 @@ void Fabric::TracePacket(TraceKind kind, const Packet& p,
   r.psn = p.psn;
   r.syndrome = p.opcode == RcOp::kAcknowledge ? p.syndrome : 0;
   r.length = static_cast<uint32_t>(PayloadLength(p));
-  r.note = std::string(note);
-  trace_.Record(std::move(r));
+  trace_.Record(r, note);
 }
 
-void Fabric::Transmit(Packet packet) {
+void Fabric::Transmit(Packet&& packet) {
   ++packets_sent_;
   TracePacket(TraceKind::kTransmit, packet);
   if (packet.src_node >= 0 && packet.src_node < num_nodes()) {
@@ -123,14 +122,10 @@ void Fabric::Transmit(Packet packet) {
     return;
   }
   for (int i = 1; i < copies; ++i) {
-    Schedule(arrive + i * serialise_ns,
-             [this, p = packet, corrupt]() mutable {
-               Arrive(std::move(p), corrupt);
-             });
+    Packet copy = packet;
+    ScheduleArrival(arrive + i * serialise_ns, std::move(copy), corrupt);
   }
-  Schedule(arrive, [this, p = std::move(packet), corrupt]() mutable {
-    Arrive(std::move(p), corrupt);
-  });
+  ScheduleArrival(arrive, std::move(packet), corrupt);
 }
 
 bool Fabric::LeavesProcess(const Packet& packet) const {
@@ -139,7 +134,7 @@ bool Fabric::LeavesProcess(const Packet& packet) const {
   return udp_ != nullptr && QpnSlot(packet.dst_qpn) != process_slot_;
 }
 
-void Fabric::Arrive(Packet packet, bool corrupt) {
+void Fabric::Arrive(Packet&& packet, bool corrupt) {
   if (packet.deferred_len != 0) {
     // The sender's device reads the payload now (sim/packet.h).
     Node* src = nodes_[packet.src_node].get();
@@ -168,7 +163,7 @@ void Fabric::Arrive(Packet packet, bool corrupt) {
   }
 }
 
-void Fabric::Deliver(Packet packet, bool corrupt) {
+void Fabric::Deliver(Packet&& packet, bool corrupt) {
   if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) {
     TracePacket(TraceKind::kDrop, packet, "no route");
     return;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "core/types.h"
 
@@ -59,6 +60,10 @@ inline bool IsAck(uint8_t s) { return (s & 0xe0) == 0x00; }
 inline bool IsRnrNak(uint8_t s) { return (s & 0xe0) == 0x20; }
 inline bool IsNak(uint8_t s) { return (s & 0xe0) == 0x60; }
 
+// A packet's payload bytes: up to 32 in the packet itself (the small
+// messages that dominate message rates allocate nothing), more on the heap.
+using Payload = absl::InlinedVector<uint8_t, 32>;
+
 struct Packet {
   int src_node = 0;
   int dst_node = 0;
@@ -89,7 +94,7 @@ struct Packet {
   uint8_t syndrome = 0;
   uint32_t msn = 0;
   uint64_t atomic_orig = 0;
-  std::vector<uint8_t> payload;
+  Payload payload;
   // A payload still in the sender's memory, `deferred_len` bytes (0: the
   // payload is in `payload`), read when the packet leaves the link
   // (MemoryModel in sim/profile.h):

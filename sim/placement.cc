@@ -65,7 +65,7 @@ bool Overlaps(const QpCore& qp, uint64_t va, uint64_t len) {
 // be seen before the others. Where messages may land out of order
 // (MemoryModel), the rest may come after later writes' data.
 template <typename Rng>
-void PlaceInChunks(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data,
+void PlaceInChunks(QpCore& qp, uint64_t va, Payload&& data,
                    Rng& rng, uint64_t spread) {
   Fabric* fabric = qp.node->fabric;
   const uint32_t chunks =
@@ -101,7 +101,7 @@ void PlaceInChunks(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data,
 
 }  // namespace
 
-void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data) {
+void PlaceWriteData(QpCore& qp, uint64_t va, Payload&& data) {
   Fabric* fabric = qp.node->fabric;
   if (data.empty()) return;
   const bool in_order = fabric->profile().memory.places_messages_in_order;

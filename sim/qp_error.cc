@@ -50,7 +50,7 @@ void EnterError(QpCore& qp) {
   ++qp.timer_generation;
   // Send queue, in post order: a WQE that failed keeps its status, unless
   // the profile says a flush overrides it.
-  std::deque<SendWqe> sq = std::move(qp.sq);
+  Ring<SendWqe> sq = std::move(qp.sq);
   qp.sq.clear();
   qp.req_next = 0;
   qp.rd_atomic_in_flight = 0;

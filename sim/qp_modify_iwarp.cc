@@ -99,7 +99,7 @@ absl::Status ModifyIwarpQp(QpCore& qp, const QpAttr& a, uint32_t mask) {
   if (to == S::kErr) {
     // siw_qp_nextstate_from_idle flushes the receive queue only: WRs
     // posted to the send ring in IDLE stay there, never completed.
-    std::deque<SendWqe> ring = std::move(qp.sq);
+    Ring<SendWqe> ring = std::move(qp.sq);
     qp.sq.clear();
     EnterError(qp);
     qp.sq = std::move(ring);

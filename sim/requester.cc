@@ -252,7 +252,8 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
         p.deferred_offset = begin;
         p.deferred_len = static_cast<uint32_t>(end - begin);
       } else {
-        p.payload = GatherRange(w.sges, begin, end - begin);
+        p.payload.resize(end - begin);
+        GatherRange(w.sges, begin, end - begin, p.payload.data());
       }
     }
     TransmitFrom(qp, std::move(p));
@@ -401,7 +402,8 @@ bool GatherDeferred(QpCore& qp, Packet& p) {
     CompleterRun(qp);
     return false;
   }
-  p.payload = GatherRange(w.sges, p.deferred_offset, p.deferred_len);
+  p.payload.resize(p.deferred_len);
+  GatherRange(w.sges, p.deferred_offset, p.deferred_len, p.payload.data());
   p.deferred_wqe = 0;
   p.deferred_offset = 0;
   p.deferred_len = 0;

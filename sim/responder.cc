@@ -170,6 +170,16 @@ void ExecuteWrite(QpCore& qp, Packet& p) {
     const bool with_imm = HasImmediate(p.opcode);
     RecvWqe r;
     if (with_imm) r = TakeRecv(qp);
+    if (qp.placements.empty()) {
+      // The data is all in memory already (AfterPlacement would run these
+      // at once): no closure to build.
+      if (with_imm) {
+        CompleteRecv(qp, r, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                     qp.write_len, p);
+      }
+      AckMessage(qp, p.psn);
+      return;
+    }
     Packet header = p;
     header.payload.clear();
     const uint64_t write_len = qp.write_len;

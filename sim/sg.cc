@@ -5,7 +5,7 @@
 
 namespace verbsim::sim {
 
-uint64_t SgeTotal(const std::vector<Sge>& sges) {
+uint64_t SgeTotal(absl::Span<const Sge> sges) {
   uint64_t total = 0;
   for (const Sge& s : sges) total += s.length;
   return total;
@@ -16,7 +16,7 @@ namespace {
 // Calls fn(sge, offset_in_sge, len, offset_in_message) for each piece of
 // [offset, offset + len) that lies in an SGE; stops early when fn is false.
 template <typename Fn>
-bool ForEachPiece(const std::vector<Sge>& sges, uint64_t offset, uint64_t len,
+bool ForEachPiece(absl::Span<const Sge> sges, uint64_t offset, uint64_t len,
                   Fn fn) {
   uint64_t sge_start = 0;
   uint64_t done = 0;
@@ -37,7 +37,7 @@ bool ForEachPiece(const std::vector<Sge>& sges, uint64_t offset, uint64_t len,
 
 }  // namespace
 
-void ScatterTo(const std::vector<Sge>& sges, uint64_t offset,
+void ScatterTo(absl::Span<const Sge> sges, uint64_t offset,
                const uint8_t* data, uint64_t len) {
   ForEachPiece(sges, offset, len,
                [&](const Sge& s, uint64_t in_sge, uint64_t n, uint64_t done) {
@@ -47,7 +47,7 @@ void ScatterTo(const std::vector<Sge>& sges, uint64_t offset,
                });
 }
 
-std::vector<uint8_t> GatherFrom(const std::vector<Sge>& sges) {
+std::vector<uint8_t> GatherFrom(absl::Span<const Sge> sges) {
   std::vector<uint8_t> out(SgeTotal(sges));
   uint64_t at = 0;
   for (const Sge& s : sges) {
@@ -60,7 +60,7 @@ std::vector<uint8_t> GatherFrom(const std::vector<Sge>& sges) {
   return out;
 }
 
-std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len) {
+std::vector<uint8_t> GatherPrefix(absl::Span<const Sge> sges, uint64_t len) {
   std::vector<uint8_t> out;
   out.reserve(len);
   for (const Sge& s : sges) {
@@ -72,20 +72,18 @@ std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len) {
   return out;
 }
 
-std::vector<uint8_t> GatherRange(const std::vector<Sge>& sges,
-                                 uint64_t offset, uint64_t len) {
-  std::vector<uint8_t> out(len);
+void GatherRange(absl::Span<const Sge> sges, uint64_t offset, uint64_t len,
+                 uint8_t* out) {
   ForEachPiece(sges, offset, len,
                [&](const Sge& s, uint64_t in_sge, uint64_t n, uint64_t done) {
-                 std::memcpy(out.data() + done,
+                 std::memcpy(out + done,
                              reinterpret_cast<const void*>(s.addr + in_sge), n);
                  return true;
                });
-  return out;
 }
 
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,
-                           const std::vector<Sge>& sges, uint64_t offset,
+                           absl::Span<const Sge> sges, uint64_t offset,
                            uint64_t len, uint32_t required) {
   AccessResult result = AccessResult::kOk;
   ForEachPiece(sges, offset, len,

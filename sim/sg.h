@@ -6,26 +6,28 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/types.h"
 #include "sim/keys.h"
 
 namespace verbsim::sim {
 
-uint64_t SgeTotal(const std::vector<Sge>& sges);
+uint64_t SgeTotal(absl::Span<const Sge> sges);
 // Copies `len` bytes at message offset `offset` into the SGEs.
-void ScatterTo(const std::vector<Sge>& sges, uint64_t offset,
+void ScatterTo(absl::Span<const Sge> sges, uint64_t offset,
                const uint8_t* data, uint64_t len);
 // Copies the whole message out of the SGEs.
-std::vector<uint8_t> GatherFrom(const std::vector<Sge>& sges);
+std::vector<uint8_t> GatherFrom(absl::Span<const Sge> sges);
 // Copies the first `len` bytes of the message out of the SGEs.
-std::vector<uint8_t> GatherPrefix(const std::vector<Sge>& sges, uint64_t len);
-// Copies [offset, offset + len) of the message out of the SGEs.
-std::vector<uint8_t> GatherRange(const std::vector<Sge>& sges, uint64_t offset,
-                                 uint64_t len);
+std::vector<uint8_t> GatherPrefix(absl::Span<const Sge> sges, uint64_t len);
+// Copies [offset, offset + len) of the message out of the SGEs into `out`,
+// which has room for `len` bytes.
+void GatherRange(absl::Span<const Sge> sges, uint64_t offset, uint64_t len,
+                 uint8_t* out);
 // The local access check over the part [offset, offset + len) of the message
 // that falls into each SGE. kOk when every touched SGE passes.
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,
-                           const std::vector<Sge>& sges, uint64_t offset,
+                           absl::Span<const Sge> sges, uint64_t offset,
                            uint64_t len, uint32_t required);
 
 }  // namespace verbsim::sim

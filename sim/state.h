@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "core/types.h"
 #include "sim/packet.h"
+#include "sim/ring.h"
 
 namespace verbsim {
 class Cq;
@@ -135,7 +137,7 @@ struct SendWqe {
   WrOpcode opcode = WrOpcode::kSend;
   uint32_t flags = 0;
   bool signaled = false;
-  std::vector<Sge> sges;
+  absl::InlinedVector<Sge, 2> sges;
   uint64_t length = 0;
   bool is_inline = false;
   // Inline bytes, or gathered when first sent where the profile gathers at
@@ -195,14 +197,14 @@ struct SendWqe {
 // something forces them out first (placement.cc).
 struct PendingChunk {
   uint64_t va = 0;
-  std::vector<uint8_t> bytes;
+  Payload bytes;
   std::vector<uint32_t> left;
   int64_t due_ns = 0;
 };
 
 struct RecvWqe {
   uint64_t wr_id = 0;
-  std::vector<Sge> sges;
+  absl::InlinedVector<Sge, 2> sges;
   uint64_t capacity = 0;
 };
 
@@ -250,7 +252,7 @@ struct QpCore {
   int dest_node = -1;
 
   // Send queue: WQEs not yet completed, in post order.
-  std::deque<SendWqe> sq;
+  Ring<SendWqe> sq;
   uint64_t next_wqe_seq = 1;
   // The WRs posted up to this post number hold no send-queue slot any more
   // (SimProfile::sq_slots_held_until_polled: a polled completion of the

@@ -12,7 +12,7 @@ namespace {
 
 // FNV-1a over 64-bit words rather than bytes (a tenth of the cost; the
 // hash only has to tell runs apart, not resist attack).
-void Mix(uint64_t& h, uint64_t v) {
+void MixWord(uint64_t& h, uint64_t v) {
   h ^= v;
   h *= 0x100000001b3ull;  // FNV-1a prime
   h ^= h >> 29;
@@ -32,26 +32,40 @@ absl::string_view TraceKindName(TraceKind kind) {
   return "?";
 }
 
-void Trace::Record(TraceRecord r) {
-  Mix(hash_, static_cast<uint64_t>(r.time_ns));
-  Mix(hash_, static_cast<uint64_t>(r.kind) |
+void Trace::Mix(const TraceRecord& r, absl::string_view note) {
+  MixWord(hash_, static_cast<uint64_t>(r.time_ns));
+  MixWord(
+      hash_, static_cast<uint64_t>(r.kind) |
                  static_cast<uint64_t>(static_cast<uint32_t>(r.node)) << 8 |
                  static_cast<uint64_t>(r.opcode) << 40 |
                  static_cast<uint64_t>(r.syndrome) << 48);
-  Mix(hash_, static_cast<uint64_t>(r.qpn) << 32 | r.peer_qpn);
-  Mix(hash_, static_cast<uint64_t>(static_cast<uint32_t>(r.peer_node)) << 32 |
-                 r.psn);
-  Mix(hash_, static_cast<uint64_t>(r.length) << 32);
-  Mix(hash_, r.wr_id);
-  for (size_t i = 0; i < r.note.size(); i += 8) {
+  MixWord(hash_, static_cast<uint64_t>(r.qpn) << 32 | r.peer_qpn);
+  MixWord(
+      hash_,
+      static_cast<uint64_t>(static_cast<uint32_t>(r.peer_node)) << 32 | r.psn);
+  MixWord(hash_, static_cast<uint64_t>(r.length) << 32);
+  MixWord(hash_, r.wr_id);
+  for (size_t i = 0; i < note.size(); i += 8) {
     uint64_t word = 0;
-    for (size_t k = i; k < i + 8 && k < r.note.size(); ++k) {
-      word = word << 8 | static_cast<uint8_t>(r.note[k]);
+    for (size_t k = i; k < i + 8 && k < note.size(); ++k) {
+      word = word << 8 | static_cast<uint8_t>(note[k]);
     }
-    Mix(hash_, word);
+    MixWord(hash_, word);
   }
   ++count_;
+}
+
+void Trace::Record(TraceRecord r) {
+  Mix(r, r.note);
   if (keep_) records_.push_back(std::move(r));
+}
+
+void Trace::Record(const TraceRecord& r, absl::string_view note) {
+  Mix(r, note);
+  if (keep_) {
+    records_.push_back(r);
+    records_.back().note = std::string(note);
+  }
 }
 
 std::string FormatTraceRecord(const TraceRecord& r) {

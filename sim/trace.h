@@ -46,12 +46,17 @@ class Trace {
   void set_keep(bool keep) { keep_ = keep; }
   bool keep() const { return keep_; }
   void Record(TraceRecord record);
+  // The same for a record whose note is `note` (record.note unused): the
+  // note is copied only when records are kept.
+  void Record(const TraceRecord& record, absl::string_view note);
   uint64_t hash() const { return hash_; }
   uint64_t size() const { return count_; }
   const std::vector<TraceRecord>& records() const { return records_; }
   void Clear() { records_.clear(); }
 
  private:
+  // Mixes the record into the hash and counts it.
+  void Mix(const TraceRecord& r, absl::string_view note);
   bool keep_ = false;
   uint64_t hash_ = 0xcbf29ce484222325ull;  // FNV-1a offset basis
   uint64_t count_ = 0;

@@ -60,7 +60,7 @@ bool GatherDeferred(QpCore& qp, Packet& packet);
 // holds (IwarpRules::tcp_segment_bytes).
 uint32_t PacketPayloadBytes(const QpCore& qp, WrOpcode opcode);
 // Sends `packet` from `qp` to its peer (Fabric::Transmit, Arrive, Deliver).
-void TransmitFrom(QpCore& qp, Packet packet);
+void TransmitFrom(QpCore& qp, Packet&& packet);
 
 // --- responder.cc: request packets executed against local memory ----------
 // One request packet arrived for `qp` (dispatches UC and UD).
@@ -86,7 +86,7 @@ void DropPendingAck(QpCore& qp);
 // Places write data in random chunk order; `then` runs once every chunk is
 // placed; Flush places what is left now; Drop forgets it (the QP's error or
 // reset).
-void PlaceWriteData(QpCore& qp, uint64_t va, std::vector<uint8_t>&& data);
+void PlaceWriteData(QpCore& qp, uint64_t va, Payload&& data);
 void AfterPlacement(QpCore& qp, std::function<void(QpCore&)> then);
 void FlushPlacements(QpCore& qp);
 void DropPlacements(QpCore& qp);

@@ -1,0 +1,112 @@
+// A double-ended queue over one growable circular buffer: push at the back,
+// pop at the front, index from the front. Unlike std::deque it keeps its
+// storage when emptied, so a queue that cycles through the same few entries
+// (a QP's send queue) allocates nothing in steady state; std::deque gives
+// an element as large as a send WQE a block of its own.
+#ifndef VERBSIM_SIM_RING_H_
+#define VERBSIM_SIM_RING_H_
+
+#include <cstddef>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+namespace verbsim::sim {
+
+template <typename T>
+class Ring {
+ public:
+  template <typename R, typename V>
+  class Iter {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = V*;
+    using reference = V&;
+    Iter(R* ring, size_t i) : ring_(ring), i_(i) {}
+    V& operator*() const { return (*ring_)[i_]; }
+    V* operator->() const { return &(*ring_)[i_]; }
+    Iter& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const Iter& o) const { return i_ == o.i_; }
+    bool operator!=(const Iter& o) const { return i_ != o.i_; }
+
+   private:
+    R* ring_;
+    size_t i_;
+  };
+  using iterator = Iter<Ring, T>;
+  using const_iterator = Iter<const Ring, const T>;
+
+  Ring() = default;
+  Ring(const Ring&) = default;
+  Ring& operator=(const Ring&) = default;
+  // A moved-from ring is empty.
+  Ring(Ring&& o) noexcept { *this = std::move(o); }
+  Ring& operator=(Ring&& o) noexcept {
+    if (this == &o) return *this;
+    buf_ = std::move(o.buf_);
+    head_ = o.head_;
+    size_ = o.size_;
+    o.buf_.clear();
+    o.head_ = 0;
+    o.size_ = 0;
+    return *this;
+  }
+
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+  const T& operator[](size_t i) const {
+    return buf_[(head_ + i) & (buf_.size() - 1)];
+  }
+  T& front() { return (*this)[0]; }
+  const T& front() const { return (*this)[0]; }
+  T& back() { return (*this)[size_ - 1]; }
+  const T& back() const { return (*this)[size_ - 1]; }
+
+  void push_back(T&& value) {
+    if (size_ == buf_.size()) Grow();
+    (*this)[size_] = std::move(value);
+    ++size_;
+  }
+  void push_back(const T& value) {
+    T copy = value;
+    push_back(std::move(copy));
+  }
+  // The slot is reset to T{}, so what the entry held is released now.
+  void pop_front() {
+    buf_[head_] = T();
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --size_;
+  }
+  void clear() {
+    while (!empty()) pop_front();
+  }
+
+  iterator begin() { return iterator(this, 0); }
+  iterator end() { return iterator(this, size_); }
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, size_); }
+
+ private:
+  // Doubles the buffer (a power of two, so an index wraps with a mask) and
+  // moves the entries to its start, in order.
+  void Grow() {
+    std::vector<T> bigger(buf_.empty() ? 4 : buf_.size() * 2);
+    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move((*this)[i]);
+    buf_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  std::vector<T> buf_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace verbsim::sim
+
+#endif  // VERBSIM_SIM_RING_H_
