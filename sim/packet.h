@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "core/types.h"
+#include "sim/payload.h"
 
 namespace verbsim::sim {
 
@@ -59,10 +59,6 @@ inline uint8_t NakSyndrome(NakCode c) {
 inline bool IsAck(uint8_t s) { return (s & 0xe0) == 0x00; }
 inline bool IsRnrNak(uint8_t s) { return (s & 0xe0) == 0x20; }
 inline bool IsNak(uint8_t s) { return (s & 0xe0) == 0x60; }
-
-// A packet's payload bytes: up to 32 in the packet itself (the small
-// messages that dominate message rates allocate nothing), more on the heap.
-using Payload = absl::InlinedVector<uint8_t, 32>;
 
 struct Packet {
   int src_node = 0;

@@ -244,7 +244,7 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
     const uint64_t begin = static_cast<uint64_t>(i) * mtu;
     const uint64_t end = std::min<uint64_t>(w.length, begin + mtu);
     if (end > begin && end <= w.data.size()) {
-      p.payload.assign(w.data.begin() + begin, w.data.begin() + end);
+      p.payload.Set(w.data.data() + begin, end - begin);
     } else if (end > begin) {
       defer = defer || (fabric->memory_rng()() & 1);
       if (defer && !fabric->keeping_packets()) {
@@ -252,7 +252,7 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
         p.deferred_offset = begin;
         p.deferred_len = static_cast<uint32_t>(end - begin);
       } else {
-        p.payload.resize(end - begin);
+        p.payload.ResizeForOverwrite(end - begin);
         GatherRange(w.sges, begin, end - begin, p.payload.data());
       }
     }
@@ -402,7 +402,7 @@ bool GatherDeferred(QpCore& qp, Packet& p) {
     CompleterRun(qp);
     return false;
   }
-  p.payload.resize(p.deferred_len);
+  p.payload.ResizeForOverwrite(p.deferred_len);
   GatherRange(w.sges, p.deferred_offset, p.deferred_len, p.payload.data());
   p.deferred_wqe = 0;
   p.deferred_offset = 0;

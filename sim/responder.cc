@@ -225,7 +225,7 @@ void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
       r.deferred_len = static_cast<uint32_t>(end - begin);
     } else if (end > begin) {
       const auto* src = reinterpret_cast<const uint8_t*>(va + begin);
-      r.payload.assign(src, src + (end - begin));
+      r.payload.Set(src, end - begin);
     }
     TransmitFrom(qp, std::move(r));
   }
@@ -370,7 +370,7 @@ bool FetchDeferredRead(QpCore& qp, Packet& p) {
     return false;  // deregistered since the read executed
   }
   const auto* src = reinterpret_cast<const uint8_t*>(p.deferred_offset);
-  p.payload.assign(src, src + p.deferred_len);
+  p.payload.Set(src, p.deferred_len);
   p.rkey = 0;
   p.deferred_offset = 0;
   p.deferred_len = 0;

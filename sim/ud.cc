@@ -72,7 +72,7 @@ WcStatus UdSend(QpCore& qp, SendWqe& w) {
   p.traffic_class = w.ah->attr.traffic_class;
   p.hop_limit = profile.ipv4_ttl >= 0 ? static_cast<uint8_t>(profile.ipv4_ttl)
                                        : w.ah->attr.hop_limit;
-  p.payload.assign(w.data.begin(), w.data.end());
+  p.payload.Set(w.data.data(), w.data.size());
   p.src_node = qp.node->index;
   p.src_qpn = qp.qpn;
   // The message must fit the path MTU, the port's active MTU for UD.

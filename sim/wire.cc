@@ -381,7 +381,7 @@ absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* d, size_t len,
     x += 4;
   }
   const size_t payload = ib_len - kBthLen - h.length() - pad;
-  p.payload.assign(x, x + payload);
+  p.payload.Set(x, payload);
   return p;
 }
 
