@@ -299,6 +299,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // only; a READ goes out with its sink unchecked, so a remote error
     // (a TERMINATE, which flushes the READ) comes first.
     p.checks_response_sges_on_arrival = true;
+    p.iwarp.read_uses_first_sge = true;
     // libsiw checks only the inline byte count (push_send_wqe); the kernel
     // refuses the rest when it starts the WR (IwarpRules).
     p.post_send.inline_needs_send_or_write = false;

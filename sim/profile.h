@@ -75,6 +75,12 @@ struct PostSendChecks {
 // guest/known_differences.md "## siw" has what the guest showed). Every
 // field's default is InfiniBand's.
 struct IwarpRules {
+  // A READ reads into its first SGE only: the others are dropped unchecked,
+  // the request asks for the first SGE's length, and the completion's
+  // byte_len is that length (siw_qp.c siw_activate_tx_from_sq sets a READ's
+  // num_sge to 1; siw_qp_tx.c siw_qp_prepare_tx builds the request from
+  // sge[0]). docs/fidelity.md, "Differential runs".
+  bool read_uses_first_sge = false;
   // A QP reaches RTS only through the connection manager, which hands it
   // the TCP socket (siw_qp.c siw_qp_modify: "no socket", EINVAL); the sim's
   // Endpoint connect marks its QPs so.

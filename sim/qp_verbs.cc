@@ -482,6 +482,11 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
   w.flags = wr.send_flags;
   w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled) != 0;
   w.sges.assign(wr.sg_list.begin(), wr.sg_list.end());
+  if (wr.opcode == WrOpcode::kRdmaRead && w.sges.size() > 1 &&
+      (wr.send_flags & kSendInline) == 0 &&
+      qp.node->fabric->profile().iwarp.read_uses_first_sge) {
+    w.sges.resize(1);  // after the post-time checks, which saw them all
+  }
   w.length = SgeTotal(w.sges);
   w.imm = wr.imm_data;
   w.invalidate_rkey = wr.invalidate_rkey;

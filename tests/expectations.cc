@@ -192,6 +192,7 @@ Expectations Siw() {
   // TCP timestamps) rounded down to 8, less a SEND's 20-byte header and the
   // 4-byte MPA CRC.
   e.send_segment_bytes = 8920;
+  e.read_uses_first_sge = true;
   return e;
 }
 

@@ -190,6 +190,10 @@ struct Expectations {
   // packets before the first that does not fit (rxe_comp.c copy_data per
   // packet); elsewhere the sink is checked whole and nothing is placed;
   bool places_read_packets_before_a_bad_one = false;
+  // A READ reads into its first SGE only: the request asks for that SGE's
+  // length, the other SGEs are neither checked nor filled (siw: siw_qp.c
+  // siw_activate_tx_from_sq).
+  bool read_uses_first_sge = false;
   // an RDMA WRITE whose local SGE fails partway sends the packets before
   // the one that fails, and the responder's answer to them comes first: a
   // remote error there completes the WR (rxe on one device runs the
