@@ -30,6 +30,7 @@ Fabric::Fabric(FabricOptions options)
     node->fabric = this;
     node->index = i;
     node->name = absl::StrCat("sim", i);
+    node->keys.set_node(i);
     node->keys.set_window_bounds_checked(options_.profile.mw_bounds_checked);
     node->keys.set_key_scheme(options_.profile.one_key_for_both,
                               options_.profile.rkey_needs_remote_access);

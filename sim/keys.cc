@@ -34,6 +34,7 @@ void KeyTable::Insert(const std::shared_ptr<MrState>& mr) {
     if (slots_.empty()) slots_.emplace_back();  // slot 0 unused
     slot = static_cast<uint32_t>(slots_.size());
     slots_.emplace_back();
+    slots_.back().generation = first_generation_;
   }
   Slot& s = slots_[slot];
   s.mr = mr;

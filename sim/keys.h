@@ -68,6 +68,13 @@ class KeyTable {
     mr_space_ = static_cast<uint32_t>(slot) << 15;
     mw_space_ = static_cast<uint32_t>(slot) << 18;
   }
+  // MR keys of node `node`: a slot's first generation differs from node
+  // to node, so that an MR key of one node names nothing on another, as an
+  // HCA refuses another's key (rxe and siw draw a key's low byte at
+  // random). Node 0 keeps the keys it always had.
+  void set_node(int node) {
+    first_generation_ = static_cast<uint32_t>(node) * 0x35u;
+  }
   // One key for both directions (SimProfile::one_key_for_both), and rkey 0
   // for an MR without remote access (rkey_needs_remote_access).
   void set_key_scheme(bool one_key_for_both, bool rkey_needs_remote_access) {
@@ -93,6 +100,7 @@ class KeyTable {
   std::deque<uint32_t> mw_free_;
   size_t live_mws_ = 0;
   bool window_bounds_checked_ = true;
+  uint32_t first_generation_ = 0;  // set_node
   uint32_t mr_space_ = 0;  // set_process_slot
   uint32_t mw_space_ = 0;
   bool one_key_ = false;

@@ -367,6 +367,23 @@ TEST_P(EndpointMrTest, LkeyOfDeregisteredMrIsRejected) {
   EXPECT_EQ(wc.wr_id, 2u);
 }
 
+// The peer's lkey names nothing here (another device's key, or on one device
+// an MR of another PD), even where the client has an MR of its own at the
+// same place in its key table (found by the differential runs:
+// docs/fidelity.md).
+TEST_P(EndpointMrTest, LkeyOfThePeersMrIsRejected) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
+  p->cbuf.FillPattern(4, 0, 64);
+  Sge foreign = SgeOf(*p->cmr, 0, 64);
+  foreign.lkey = p->smr->lkey();
+  ASSERT_OK(p->client().PostWritev(3, {&foreign, 1}, kSendSignaled,
+                                   p->sbuf.addr(), p->smr->rkey()));
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
+  EXPECT_THAT(wc, WcStatusIn(expect().bad_lkey)) << wc;
+  EXPECT_EQ(wc.wr_id, 3u);
+  EXPECT_EQ(p->sbuf.Bytes(0, 64), std::vector<uint8_t>(64, 0));
+}
+
 INSTANTIATE_PROVIDER_TEST_SUITE_P(EndpointMrTest);
 
 }  // namespace
