@@ -303,13 +303,19 @@ TEST_P(BadWrTest, UnknownSendFlagIsEinval) {
   EXPECT_THAT(Drain(p->client().send_cq()), IsEmpty());
 }
 
+// A signaled IBV_SEND_INLINE READ of `sge` from the server's buffer.
+SendWr InlineRead(const RcPair& p, const Sge& sge) {
+  SendWr wr = MakeWr(WrOpcode::kRdmaRead, 1, {&sge, 1},
+                     kSendSignaled | kSendInline);
+  wr.rdma.remote_addr = p.sbuf.addr();
+  wr.rdma.rkey = p.smr->rkey();
+  return wr;
+}
+
 TEST_P(BadWrTest, InlineReadIsEinval) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
   const Sge sge = SgeOf(*p->cmr, 0, 8);
-  SendWr wr = MakeWr(WrOpcode::kRdmaRead, 1, {&sge, 1},
-                     kSendSignaled | kSendInline);
-  wr.rdma.remote_addr = p->sbuf.addr();
-  wr.rdma.rkey = p->smr->rkey();
+  const SendWr wr = InlineRead(*p, sge);
   if (!expect().inline_read.empty()) {
     // Posted; the response has no SGE list to land in.
     ASSERT_OK(p->client().Post(wr));
@@ -327,10 +333,7 @@ TEST_P(BadWrTest, InlineReadIsEinval) {
 TEST_P(BadWrTest, ZeroLengthInlineRead) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RcPair> p, MakePair());
   const Sge sge = SgeOf(*p->cmr, 0, 0);
-  SendWr wr = MakeWr(WrOpcode::kRdmaRead, 1, {&sge, 1},
-                     kSendSignaled | kSendInline);
-  wr.rdma.remote_addr = p->sbuf.addr();
-  wr.rdma.rkey = p->smr->rkey();
+  const SendWr wr = InlineRead(*p, sge);
   if (!expect().inline_read.empty()) {
     ASSERT_OK(p->client().Post(wr));
     ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(p->client().send_cq()));
