@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sim/crc32.h"
 
 namespace verbsim::sim {
 namespace {
@@ -14,27 +15,6 @@ constexpr size_t kIpLen = 20;
 constexpr size_t kUdpLen = 8;
 constexpr size_t kBthLen = 12;
 constexpr size_t kIcrcLen = 4;
-
-// Reflected CRC-32 (polynomial 0xedb88320), table-driven; the register is
-// passed in and out without the final inversion so that it can be chained.
-const std::array<uint32_t, 256>& CrcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
-uint32_t CrcUpdate(uint32_t reg, const uint8_t* p, size_t n) {
-  const auto& t = CrcTable();
-  for (size_t i = 0; i < n; ++i) reg = t[(reg ^ p[i]) & 0xff] ^ (reg >> 8);
-  return reg;
-}
 
 void Put8(std::vector<uint8_t>& b, uint8_t v) { b.push_back(v); }
 void Put16(std::vector<uint8_t>& b, uint16_t v) {
@@ -258,9 +238,9 @@ uint32_t RoceV2IcrcIp(const uint8_t* ip, size_t ip_len) {
   ps[kIpLen + kUdpLen + 4] = 0xff;         // BTH resv8a
   uint32_t reg = 0xffffffffu;
   const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-  reg = CrcUpdate(reg, lrh, sizeof(lrh));
-  reg = CrcUpdate(reg, ps, sizeof(ps));
-  reg = CrcUpdate(reg, ip + sizeof(ps), ip_len - sizeof(ps) - kIcrcLen);
+  reg = Crc32Update(reg, lrh, sizeof(lrh));
+  reg = Crc32Update(reg, ps, sizeof(ps));
+  reg = Crc32Update(reg, ip + sizeof(ps), ip_len - sizeof(ps) - kIcrcLen);
   return ~reg;
 }
 

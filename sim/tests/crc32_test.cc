@@ -1,0 +1,60 @@
+#include "sim/crc32.h"
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace verbsim::sim {
+namespace {
+
+// One bit at a time, straight from the polynomial: the reference.
+uint32_t BitwiseUpdate(uint32_t reg, const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    reg ^= p[i];
+    for (int k = 0; k < 8; ++k) reg = (reg & 1) ? 0xedb88320u ^ (reg >> 1) : reg >> 1;
+  }
+  return reg;
+}
+
+TEST(Crc32Test, TheCheckValueOfCrc32) {
+  // CRC-32 (IEEE 802.3) of "123456789" is 0xcbf43926.
+  const char* s = "123456789";
+  EXPECT_EQ(~Crc32Update(0xffffffffu, reinterpret_cast<const uint8_t*>(s),
+                         std::strlen(s)),
+            0xcbf43926u);
+}
+
+TEST(Crc32Test, EqualsTheBitwiseCrcAtEveryLengthAndAlignment) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> data(4200);
+  for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t n = 0; n <= 300; ++n) {
+      ASSERT_EQ(Crc32Update(0xffffffffu, data.data() + offset, n),
+                BitwiseUpdate(0xffffffffu, data.data() + offset, n))
+          << "offset " << offset << ", length " << n;
+    }
+  }
+  for (size_t n : {1024u, 4096u, 4193u}) {
+    EXPECT_EQ(Crc32Update(0x12345678u, data.data() + 3, n),
+              BitwiseUpdate(0x12345678u, data.data() + 3, n))
+        << "length " << n;
+  }
+}
+
+TEST(Crc32Test, ChainsOverPieces) {
+  std::vector<uint8_t> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31);
+  const uint32_t whole = Crc32Update(0xffffffffu, data.data(), data.size());
+  for (size_t cut : {0u, 1u, 7u, 8u, 13u, 500u, 999u, 1000u}) {
+    const uint32_t first = Crc32Update(0xffffffffu, data.data(), cut);
+    EXPECT_EQ(Crc32Update(first, data.data() + cut, data.size() - cut), whole)
+        << "cut at " << cut;
+  }
+}
+
+}  // namespace
+}  // namespace verbsim::sim
