@@ -318,6 +318,29 @@ class Fabric {
   // Puts a packet on the link from its src_node to its dst_node; it arrives
   // after the link's latency and serialisation, in order per link.
   void Transmit(Packet&& packet);
+  // While one lives, the packets that leave the process (the UDP
+  // transport) wait and go out when the last one ends: the packets for one
+  // port share datagrams of up to 64 KiB (docs/udp-transport.md, "The
+  // datagram"). The requester opens one for the packets of a message, the
+  // responder for a read's responses. Nothing else changes: each packet
+  // went through the link and its faults already. Under mu(), which must
+  // not be released while one lives.
+  class UdpBatch {
+   public:
+    explicit UdpBatch(Fabric& fabric) : fabric_(fabric) {
+      ++fabric_.udp_batch_depth_;
+    }
+    ~UdpBatch() {
+      if (--fabric_.udp_batch_depth_ == 0 && !fabric_.udp_pending_.empty()) {
+        fabric_.FlushUdpBatch();
+      }
+    }
+    UdpBatch(const UdpBatch&) = delete;
+    UdpBatch& operator=(const UdpBatch&) = delete;
+
+   private:
+    Fabric& fabric_;
+  };
   // The latest time an answer (an ACK or NAK) to the packets `src` has put
   // on its link to `dst` so far can be back, when no fault delays them: the
   // link's queue, its latency and jitter both ways, and a microsecond.
@@ -426,6 +449,15 @@ class Fabric {
   void Deliver(Packet&& packet, bool corrupt);
   // Deliver for a local destination, a datagram for a remote one.
   void Arrive(Packet&& packet, bool corrupt);
+  // The encoded packet `bytes` to its port: into the open batch's datagram
+  // for that port (sent first if the packet would not fit), else at once.
+  void SendEncoded(const Packet& packet, std::vector<uint8_t>&& bytes);
+  // Sends the batch's datagrams; a refused one's packets are traced as
+  // dropped.
+  void FlushUdpBatch();
+  // Sends one datagram of the batch.
+  struct PendingDatagram;
+  void SendPending(const PendingDatagram& d);
   // Whether `packet` goes to another process: to a node of another process,
   // or to a QP that another process made on a node both own.
   bool LeavesProcess(const Packet& packet) const;
@@ -440,6 +472,8 @@ class Fabric {
   void NoteDrained(int64_t began_ns, bool emptied);
   // A datagram from the port of node `sender`.
   void ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes);
+  // One IPv4 packet of a datagram.
+  void ReceivePacket(int sender, const uint8_t* bytes, size_t len);
   // Applies the packet rules to a packet entering a link: whether it goes
   // on, and how late (extra_ns) or how often (copies).
   bool ApplyPacketFaults(const Packet& p, int64_t* extra_ns, int* copies,
@@ -511,6 +545,15 @@ class Fabric {
   int64_t progress_wake_ns_ = 0;  // when the progress thread next looks
   int64_t real_start_ns_ = 0;     // absl::GetCurrentTimeNanos at StartUdp
   uint16_t ip_id_ = 0;
+  // The open UdpBatch scopes and the datagrams they hold, one per port.
+  struct PendingDatagram {
+    int src = 0;
+    int dst = 0;
+    int dst_slot = 0;
+    std::vector<uint8_t> bytes;
+  };
+  int udp_batch_depth_ = 0;
+  std::vector<PendingDatagram> udp_pending_;
   uint64_t udp_malformed_ = 0;
   uint64_t udp_foreign_ = 0;
   // When this process last began a drain that emptied its sockets

@@ -123,13 +123,21 @@ bool Fabric::PumpUdp(bool wait) {
 }
 
 void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {
-  absl::StatusOr<Packet> p =
-      DecodeRoceV2Ip(bytes.data(), bytes.size(), options_.address_base);
+  // One or more packets (UdpBatch); a rest that is no packet is malformed.
+  if (bytes.empty() || !ForEachPacketOfDatagram(bytes, [&](const uint8_t* ip, size_t len) {
+        ReceivePacket(sender, ip, len);
+      })) {
+    ++udp_malformed_;
+  }
+}
+
+void Fabric::ReceivePacket(int sender, const uint8_t* bytes, size_t len) {
+  absl::StatusOr<Packet> p = DecodeRoceV2Ip(bytes, len, options_.address_base);
   if (!p.ok()) {
     // A bad ICRC is the destination's to count (IBA 7.8.1), if the header
     // names one of our nodes; anything else is not a packet of the sim.
     const int dst =
-        bytes.size() >= 20
+        len >= 20
             ? NodeOfIpv4(options_.address_base,
                          uint32_t{bytes[16]} << 24 | uint32_t{bytes[17]} << 16 |
                              uint32_t{bytes[18]} << 8 | bytes[19])

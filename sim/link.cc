@@ -157,10 +157,47 @@ void Fabric::Arrive(Packet&& packet, bool corrupt) {
   std::vector<uint8_t> bytes =
       EncodeRoceV2Ip(packet, ip_id_++, options_.address_base);
   if (corrupt) bytes[bytes.size() - 5] ^= 0x01;
-  if (!udp_->Send(packet.src_node, packet.dst_node, QpnSlot(packet.dst_qpn),
-                  bytes)) {
-    TracePacket(TraceKind::kDrop, packet, "UDP send failed");
+  SendEncoded(packet, std::move(bytes));
+}
+
+void Fabric::SendEncoded(const Packet& packet, std::vector<uint8_t>&& bytes) {
+  const int slot = QpnSlot(packet.dst_qpn);
+  if (udp_batch_depth_ == 0) {
+    if (!udp_->Send(packet.src_node, packet.dst_node, slot, bytes)) {
+      TracePacket(TraceKind::kDrop, packet, "UDP send failed");
+    }
+    return;
   }
+  for (PendingDatagram& d : udp_pending_) {
+    if (d.src != packet.src_node || d.dst != packet.dst_node ||
+        d.dst_slot != slot) {
+      continue;
+    }
+    if (d.bytes.size() + bytes.size() > kMaxDatagramBytes) {
+      SendPending(d);
+      d.bytes.clear();
+    }
+    d.bytes.insert(d.bytes.end(), bytes.begin(), bytes.end());
+    return;
+  }
+  udp_pending_.push_back(
+      {packet.src_node, packet.dst_node, slot, std::move(bytes)});
+}
+
+void Fabric::FlushUdpBatch() {
+  for (const PendingDatagram& d : udp_pending_) SendPending(d);
+  udp_pending_.clear();
+}
+
+void Fabric::SendPending(const PendingDatagram& d) {
+  if (d.bytes.empty() || udp_->Send(d.src, d.dst, d.dst_slot, d.bytes)) {
+    return;
+  }
+  // Refused (a full socket buffer): each of its packets is lost.
+  ForEachPacketOfDatagram(d.bytes, [&](const uint8_t* ip, size_t len) {
+    absl::StatusOr<Packet> p = DecodeRoceV2Ip(ip, len, options_.address_base);
+    if (p.ok()) TracePacket(TraceKind::kDrop, *p, "UDP send failed");
+  });
 }
 
 void Fabric::Deliver(Packet&& packet, bool corrupt) {

@@ -224,6 +224,7 @@ void SendPackets(QpCore& qp, const SendWqe& w, uint32_t from,
   // the post returned (MemoryModel::gathers_at_post, docs/ordering.md
   // rule B1). A kept packet capture reads every payload now.
   Fabric* fabric = qp.node->fabric;
+  Fabric::UdpBatch batch(*fabric);
   bool defer = false;
   for (uint32_t i = skip; i < std::min(w.num_psn, limit); ++i) {
     Packet p;

@@ -203,6 +203,7 @@ void SendReadResponses(QpCore& qp, uint32_t psn, uint64_t va, uint64_t len,
   const uint64_t mtu = PacketPayloadBytes(qp, WrOpcode::kRdmaRead);
   const uint32_t n =
       static_cast<uint32_t>(std::max<uint64_t>(1, (len + mtu - 1) / mtu));
+  Fabric::UdpBatch batch(*qp.node->fabric);
   for (uint32_t i = 0; i < n; ++i) {
     Packet r;
     if (n == 1) {

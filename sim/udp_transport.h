@@ -17,6 +17,7 @@
 #define VERBSIM_SIM_UDP_TRANSPORT_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,9 @@ sockaddr_in LoopbackAddress(int port);
 // Processes that can share one node, and the QPN bits that say which.
 inline constexpr int kMaxProcessSlots = 16;
 inline constexpr int kQpnSlotShift = 16;
+// The largest UDP payload over IPv4 (65,535 less the IPv4 and UDP headers).
+inline constexpr size_t kMaxDatagramBytes = 65507;
+
 // The process slot a QPN was made in (the multicast QPN has none: 0).
 inline int QpnSlot(uint32_t qpn) {
   return qpn == 0xffffff ? 0 : static_cast<int>(qpn >> kQpnSlotShift);

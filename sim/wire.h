@@ -57,6 +57,24 @@ absl::StatusOr<Packet> DecodeRoceV2Ip(const uint8_t* data, size_t len,
 absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len,
                                     uint32_t address_base);
 
+// Splits a UDP datagram of the sim's UDP transport into its IPv4 packets,
+// laid back to back, each as long as its header's total length says:
+// calls `fn(ip, len)` for each. Returns false when the rest cannot be split
+// (a total length shorter than an IPv4 header or past the end), after the
+// packets before it.
+template <typename Fn>
+bool ForEachPacketOfDatagram(const std::vector<uint8_t>& bytes, Fn&& fn) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    if (bytes.size() - at < 20) return false;
+    const size_t len = size_t{bytes[at + 2]} << 8 | bytes[at + 3];
+    if (len < 20 || len > bytes.size() - at) return false;
+    fn(bytes.data() + at, len);
+    at += len;
+  }
+  return true;
+}
+
 // Which fields of `p` the wire carries for its transport and opcode: a copy
 // with the others reset, so that Decode(Encode(p)) == OnWire(p) field by
 // field (src_qpn kept for UD only).

@@ -1,5 +1,6 @@
 // The UDP transport's own behaviour (docs/udp-transport.md): junk, corrupt
-// and foreign datagrams are counted and dropped, local nodes talk in real
+// and foreign datagrams are counted and dropped, a datagram carries packets
+// back to back, local nodes talk in real
 // time, the ACK timer runs in real time, and bad options are refused.
 #include <poll.h>
 #include <signal.h>
@@ -116,6 +117,47 @@ TEST(UdpTransport, DatagramsFromOutsideTheFabricAreDroppedAndCounted) {
   EXPECT_EQ(fabric.udp_foreign(), 2u);
   EXPECT_EQ(fabric.udp_malformed(), 0u);
   EXPECT_EQ(fabric.GetNodeStats(0)->packets_received, 0u);
+}
+
+// A datagram may carry several packets back to back (a sender batches the
+// packets of a message): each is checked on its own; a rest that is no
+// packet is counted once as malformed, after the packets before it. The
+// packets carry a flipped AETH bit, so that each one checked is one ICRC
+// error of node 0.
+TEST(UdpTransport, ADatagramCarriesPacketsBackToBack) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0);
+  auto provider =
+      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  Fabric& fabric = AsSimProvider(provider->get())->fabric();
+  sockaddr_in a = LoopbackAddress(base);
+  Packet p;
+  p.src_node = 1;
+  p.dst_node = 0;
+  p.opcode = RcOp::kAcknowledge;
+  std::vector<uint8_t> bad = EncodeRoceV2Ip(p, 1, kBase);
+  bad[bad.size() - 6] ^= 0x40;
+  std::vector<uint8_t> two = bad;
+  two.insert(two.end(), bad.begin(), bad.end());
+  std::vector<uint8_t> cut = bad;
+  cut.insert(cut.end(), {0x45, 0, 0, 3});  // a header too short to be one
+  const int node1 = BoundSocket(base + 1);
+  ASSERT_GE(node1, 0);
+  sendto(node1, two.data(), two.size(), 0, reinterpret_cast<sockaddr*>(&a),
+         sizeof(a));
+  sendto(node1, cut.data(), cut.size(), 0, reinterpret_cast<sockaddr*>(&a),
+         sizeof(a));
+  close(node1);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline &&
+         (fabric.GetNodeStats(0)->icrc_errors < 3 ||
+          fabric.udp_malformed() < 1)) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(fabric.GetNodeStats(0)->icrc_errors, 3u);
+  EXPECT_EQ(fabric.udp_malformed(), 1u);
+  EXPECT_EQ(fabric.udp_foreign(), 0u);
 }
 
 // Two nodes of one process on the UDP transport (node 2 is elsewhere): their
