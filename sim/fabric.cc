@@ -138,6 +138,16 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
   return true;
 }
 
+void Fabric::AcquireSpinningFirst() {
+  for (int i = 0; i < 200; ++i) {
+    if (mu_.try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  mu_.lock();
+}
+
 void Fabric::NoteThread() {
   if (helper_thread_) return;
   if (multi_threaded_) return;
