@@ -20,6 +20,12 @@
 #   BENCH_SCALE_SIZES          "nodes:qps ..." for the scale runs, one process
 #                              each ("2:1000 10:10000 100:100000 2:100000").
 #   BENCH_TABLE_OUT            also write the table (markdown) to this file.
+#   BENCH_UDP_RUNS             runs of each perftest pair over the UDP
+#                              transport; the table shows the median (3; 0
+#                              leaves the rows out).
+#   BENCH_FUZZ_SECONDS         seconds each of the reg, rkey and sequence
+#                              fuzzers runs from its committed corpus, as in
+#                              the test command (60; 0 leaves the rows out).
 #
 # The Bazel server is shut down after the build and again on exit.
 set -uo pipefail
@@ -37,6 +43,10 @@ unset VERBSIM_FAULTS VERBSIM_SEED
 min_time="${BENCH_MIN_TIME:-0.3}"
 repetitions="${BENCH_REPETITIONS:-3}"
 scale_sizes="${BENCH_SCALE_SIZES:-2:1000 10:10000 100:100000 2:100000}"
+udp_runs="${BENCH_UDP_RUNS:-3}"
+fuzz_seconds="${BENCH_FUZZ_SECONDS:-60}"
+[[ "${udp_runs}" =~ ^[0-9]+$ ]] || { echo "bench: BENCH_UDP_RUNS='${udp_runs}' is not a count" >&2; exit 2; }
+[[ "${fuzz_seconds}" =~ ^[0-9]+$ ]] || { echo "bench: BENCH_FUZZ_SECONDS='${fuzz_seconds}' is not a number of seconds" >&2; exit 2; }
 provider="${VERBSIM_PROVIDER:-sim}"
 
 startup=()
@@ -60,7 +70,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 targets=(//bench:message_rate //bench:bandwidth //bench:latency //bench:scale
-         //bench:loss_cost //bench:rc_property_bench)
+         //bench:loss_cost //bench:rc_property_bench //bench:threads
+         //dropin/verbs:libibverbs.so.1 //dropin/rdmacm:librdmacm.so.1)
 echo "bench: building ${targets[*]} (-c opt)" >&2
 if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
        >"${tmp}/bazel.log" 2>&1; then
@@ -69,18 +80,33 @@ if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
   echo "bench: build failed" >&2
   exit 1
 fi
-bin="$(bazel "${startup[@]}" info -c opt bazel-bin 2>/dev/null)/bench"
+opt_bin="$(bazel "${startup[@]}" info -c opt bazel-bin 2>/dev/null)"
+bin="${opt_bin}/bench"
+# The fuzzers as the test command builds them (clang, libFuzzer, ASan).
+fuzz_bin=""
+if [[ "${fuzz_seconds}" -gt 0 ]]; then
+  echo "bench: building the reg, rkey and sequence fuzzers (--config=fuzz)" >&2
+  if bazel "${startup[@]}" build --config=fuzz --noshow_progress \
+       --ui_event_filters=-info //fuzz:reg_fuzzer //fuzz:rkey_fuzzer \
+       //fuzz:sequence_fuzzer >"${tmp}/bazel_fuzz.log" 2>&1; then
+    fuzz_bin="$(bazel "${startup[@]}" info --config=fuzz bazel-bin 2>/dev/null)/fuzz"
+  else
+    echo "bench: the fuzz build failed; the fuzzer rows say so" >&2
+  fi
+fi
 # Nothing else needs the server; do not let it share the CPUs with the runs.
 bazel "${startup[@]}" shutdown >/dev/null 2>&1 || true
 
 # Counts the benchmarks of each binary for the progress lines.
 total=0
-for b in message_rate bandwidth latency loss_cost rc_property_bench; do
+for b in message_rate bandwidth latency loss_cost rc_property_bench threads; do
   n="$("${bin}/${b}" --benchmark_list_tests=true | wc -l)"
   total=$((total + n))
 done
 read -r -a sizes <<<"${scale_sizes}"
 total=$((total + ${#sizes[@]}))
+[[ "${udp_runs}" -gt 0 ]] && total=$((total + 2))
+[[ "${fuzz_seconds}" -gt 0 ]] && total=$((total + 3))
 done_count=0
 
 # Runs one Google Benchmark binary; prints one progress line per benchmark
@@ -90,7 +116,7 @@ run_gbench() {
   local name="$1" line bench last=""
   while IFS= read -r line; do
     case "${line}" in
-      msg_rate/* | bandwidth/* | latency/* | loss_cost/* | rc_property/*) ;;
+      msg_rate/* | bandwidth/* | latency/* | loss_cost/* | rc_property/* | threads/*) ;;
       *) continue ;;
     esac
     bench="${line%% *}"
@@ -128,6 +154,7 @@ run_gbench bandwidth
 run_gbench latency
 run_gbench loss_cost
 run_gbench rc_property_bench
+run_gbench threads
 : >"${tmp}/scale.jsonl"
 for size in "${sizes[@]}"; do
   nodes="${size%%:*}"
@@ -149,6 +176,97 @@ print("set-up %.3f s, VmRSS %.1f MiB, %.0f bytes per QP"
       >>"${tmp}/scale.jsonl"
   fi
 done
+
+# Two processes over the UDP transport (docs/udp-transport.md): Debian's
+# perftest on the drop-in libraries, server on sim0 and client on sim1, each
+# busy-polling. Every socket is on loopback: the sockets of the nodes on
+# 127.0.0.1 and perftest's own TCP connection to sim0's 127.0.1.1.
+# udp_pair OUT PROGRAM ARGS...: one run; the client's output in OUT.
+udp_pair() {
+  local out="$1" prog="$2"
+  shift 2
+  local port=$(( 30000 + (RANDOM % 2000) * 10 ))
+  local tcp=$(( port + 5 )) server i rc
+  LD_LIBRARY_PATH="${opt_bin}/dropin/verbs:${opt_bin}/dropin/rdmacm" \
+    VERBSIM_NODES=2 VERBSIM_UDP="udp=${port},local=0" \
+    timeout -k 5 60 "${prog}" -d sim0 -x 0 -F "$@" -p "${tcp}" \
+    >"${out}.server" 2>&1 &
+  server=$!
+  for (( i = 0; i < 200; ++i )); do
+    ss -Hltn "sport = :${tcp}" | grep -q . && break
+    kill -0 "${server}" 2>/dev/null || break
+    sleep 0.05
+  done
+  LD_LIBRARY_PATH="${opt_bin}/dropin/verbs:${opt_bin}/dropin/rdmacm" \
+    VERBSIM_NODES=2 VERBSIM_UDP="udp=${port},local=1" \
+    timeout -k 5 60 "${prog}" -d sim1 -x 0 -F "$@" -p "${tcp}" 127.0.1.1 \
+    >"${out}" 2>&1
+  rc=$?
+  wait "${server}" || rc=1
+  return "${rc}"
+}
+
+# udp_rows: BENCH_UDP_RUNS runs of ib_write_bw (64 KiB writes, BW average
+# in MB/s) and of ib_send_lat (2-byte sends, t_typical in us); one number
+# per line in $tmp/udp_bw and $tmp/udp_lat, or the reason in *.skip.
+udp_rows() {
+  local r value
+  : >"${tmp}/udp_bw"
+  : >"${tmp}/udp_lat"
+  for prog in ib_write_bw ib_send_lat; do
+    local file="${tmp}/udp_bw" args=(-s 65536 -n 5000) column=4
+    if [[ "${prog}" == ib_send_lat ]]; then
+      file="${tmp}/udp_lat" args=(-n 5000) column=5
+    fi
+    if ! command -v "${prog}" >/dev/null 2>&1; then
+      echo "${prog} is not installed (Debian package perftest)" >"${file}.skip"
+    else
+      for (( r = 0; r < udp_runs; ++r )); do
+        if udp_pair "${tmp}/perftest.out" "${prog}" "${args[@]}"; then
+          # The result row follows the "#bytes" header.
+          value="$(awk -v c="${column}" 'h && NF >= c {print $c; exit}
+                   /#bytes/ {h = 1}' "${tmp}/perftest.out")"
+          [[ -n "${value}" ]] && echo "${value}" >>"${file}"
+        fi
+      done
+      [[ -s "${file}" ]] || echo "every run failed" >"${file}.skip"
+    fi
+    done_count=$((done_count + 1))
+    printf '[%2d/%d] %s over the UDP transport: %s\n' "${done_count}" \
+      "${total}" "${prog}" "$(if [[ -f "${file}.skip" ]]; then cat "${file}.skip"; else tr '\n' ' ' <"${file}"; fi)" >&2
+  done
+}
+[[ "${udp_runs}" -gt 0 ]] && udp_rows
+
+# fuzz_rows: each fuzzer for BENCH_FUZZ_SECONDS on a scratch copy of its
+# committed corpus with the test command's flags; exec/s of its DONE line in
+# $tmp/fuzz_<name>, or the reason in $tmp/fuzz_<name>.skip.
+fuzz_rows() {
+  local name work
+  for name in reg_fuzzer rkey_fuzzer sequence_fuzzer; do
+    done_count=$((done_count + 1))
+    if [[ -z "${fuzz_bin}" || ! -x "${fuzz_bin}/${name}" ]]; then
+      echo "the fuzz build failed" >"${tmp}/fuzz_${name}.skip"
+    else
+      work="${tmp}/fuzz_work_${name}"
+      mkdir -p "${work}/corpus" "${work}/artifacts"
+      cp -R "fuzz/corpus/${name}/." "${work}/corpus/"
+      local dict=()
+      [[ -f "fuzz/${name}.dict" ]] && dict=("-dict=fuzz/${name}.dict")
+      "${fuzz_bin}/${name}" -max_total_time="${fuzz_seconds}" -timeout=30 \
+        -rss_limit_mb=300 -artifact_prefix="${work}/artifacts/" \
+        ${dict[@]+"${dict[@]}"} "${work}/corpus" >"${work}/log" 2>&1
+      grep -E '^#[0-9]+[[:space:]]+DONE' "${work}/log" |
+        sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' >"${tmp}/fuzz_${name}"
+      [[ -s "${tmp}/fuzz_${name}" ]] ||
+        echo "no DONE line (a finding?): run tools/test.sh" >"${tmp}/fuzz_${name}.skip"
+      rm -rf "${work}"
+    fi
+    printf '[%2d/%d] %s, %s s from its corpus: %s\n' "${done_count}" "${total}" \
+      "${name}" "${fuzz_seconds}" "$(cat "${tmp}/fuzz_${name}"* | head -1) exec/s" >&2
+  done
+}
+[[ "${fuzz_seconds}" -gt 0 ]] && fuzz_rows
 
 python3 - "${tmp}" "${provider}" "${BENCH_TABLE_OUT:-}" <<'PY'
 import json
@@ -220,8 +338,12 @@ for op, label in ops:
             if why:
                 add(figure, why, "")
                 continue
-            add(figure, b["items_per_second"] / 1e6, "M msg/s",
-                10.0 if op == "rdma_write" else None)
+            target = None
+            if op == "rdma_write" and batch == 1 and every == 1:
+                target = 5.0
+            elif op == "rdma_write" and batch == 32 and every == 32:
+                target = 10.0
+            add(figure, b["items_per_second"] / 1e6, "M msg/s", target)
 
 bw = load("bandwidth")
 for op, label in (("rdma_write", "RDMA write"), ("rdma_read", "RDMA read")):
@@ -277,6 +399,70 @@ else:
     add("RC property, 4M mixed messages under 10%% loss, 5%% dup and reorder "
         "(%.1f packets each), all checked" % prop["packets_per_message"],
         prop["items_per_second"] / 1e3, "k msg/s", fmt="{:.0f}")
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def read_numbers(name):
+    """The numbers in $tmp/name, or the reason it has none."""
+    skip = os.path.join(tmp, name + ".skip")
+    if os.path.exists(skip):
+        with open(skip) as f:
+            return "skipped: " + f.read().strip()
+    path = os.path.join(tmp, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return [float(x) for x in f.read().split()]
+
+
+bw_runs = read_numbers("udp_bw")
+if bw_runs is not None:
+    figure = ("two processes over the UDP transport: ib_write_bw 64 KiB, "
+              "BW average (median of runs)")
+    if isinstance(bw_runs, str):
+        add(figure, bw_runs, "")
+    else:
+        add(figure, median(bw_runs) / 1e3, "GB/s", 1.0)
+lat_runs = read_numbers("udp_lat")
+if lat_runs is not None:
+    figure = ("two processes over the UDP transport: ib_send_lat 2 B, "
+              "t_typical (median of runs)")
+    if isinstance(lat_runs, str):
+        add(figure, lat_runs, "")
+    else:
+        add(figure, median(lat_runs), "us", 30.0, higher_is_better=False,
+            fmt="{:.1f}")
+for name in ("reg_fuzzer", "rkey_fuzzer", "sequence_fuzzer"):
+    runs = read_numbers("fuzz_" + name)
+    if runs is None:
+        continue
+    figure = "%s exec/s from its corpus (ASan, libFuzzer)" % name
+    if isinstance(runs, str):
+        add(figure, runs, "")
+    else:
+        add(figure, runs[0], "exec/s", 5000.0, fmt="{:.0f}")
+
+threads = load("threads")
+for batch in (32, 1):
+    base = "threads/rdma_write/batch:%d/signal_every:%d/real_time/threads:" % (
+        batch, batch)
+    sig = "every 32nd signaled" if batch == 32 else "all signaled"
+    one = threads.get(base + "1")
+    for n in (1, 2, 4):
+        b = threads.get(base + str(n))
+        figure = ("8 B RDMA write, batch %d, %s: %d thread%s, a QP pair each, "
+                  "all threads" % (batch, sig, n, "" if n == 1 else "s"))
+        why = skipped(b)
+        if why:
+            add(figure, why, "")
+            continue
+        add(figure, b["items_per_second"] / 1e6, "M msg/s")
+        if n > 1 and not skipped(one):
+            add("  %d threads / 1 thread" % n,
+                b["items_per_second"] / one["items_per_second"], "x", 1.0)
 
 with open(os.path.join(tmp, "scale.jsonl")) as f:
     for line in f:
