@@ -139,7 +139,11 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
 }
 
 void Fabric::AcquireSpinningFirst() {
-  for (int i = 0; i < 200; ++i) {
+  // Not with a progress thread (the UDP transport): there the other taker
+  // is that thread or a thread of another process of the fabric, all
+  // sharing the cores, and a spin only delays the holder.
+  const int spins = has_progress_thread() ? 0 : 200;
+  for (int i = 0; i < spins; ++i) {
     if (mu_.try_lock()) return;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

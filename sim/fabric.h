@@ -199,10 +199,10 @@ class Fabric {
     std::unique_lock<std::mutex> lock_;
   };
 
-  // Takes mu(): a few microseconds of tries first, then a sleep. A verb
-  // holds it for well under a microsecond, so threads that call verbs at
-  // once (each on its own QP) mostly get it without the kernel, whose
-  // sleep and wake-up cost more than the verb.
+  // Takes mu(): in-process, a few microseconds of tries first, then a
+  // sleep. A verb holds it for well under a microsecond, so threads that
+  // call verbs at once (each on its own QP) mostly get it without the
+  // kernel, whose sleep and wake-up cost more than the verb.
   void AcquireSpinningFirst();
 
   // Marks the calling thread as a helper: a thread of a front end (the
@@ -567,6 +567,11 @@ class Fabric {
   // (MonotonicNs), and the table that tells its peers (null without one).
   // Declared after udp_: the slots are released before the ports close.
   std::atomic<int64_t> udp_drained_ns_{0};
+  // When a poll of the application last took datagrams itself (PumpUdp,
+  // MonotonicNs); within kAppPumpWindowNs of it the progress thread leaves
+  // the sockets to the polls.
+  static constexpr int64_t kAppPumpWindowNs = 200'000;
+  std::atomic<int64_t> app_pumped_ns_{INT64_MIN / 2};
   std::unique_ptr<LivenessTable> liveness_;
 };
 

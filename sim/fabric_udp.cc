@@ -83,7 +83,20 @@ void Fabric::ProgressLoop() {
       progress_wake_ns_ = now_ns_ + sleep_ns;
       cv_.notify_all();
     }
-    udp_->WaitReadable(std::max<int64_t>(sleep_ns, 0));
+    // While the application polls, its polls take the datagrams
+    // (PumpUdp): a wake-up of this thread for each one would only take a
+    // core from it. This thread then sleeps until its next event, Wake, or
+    // the end of the window, and watches the sockets again once the polls
+    // stop.
+    const int64_t since_app_ns =
+        MonotonicNs() - app_pumped_ns_.load(std::memory_order_relaxed);
+    if (since_app_ns < kAppPumpWindowNs) {
+      udp_->WaitReadable(
+          std::clamp<int64_t>(sleep_ns, 0, kAppPumpWindowNs - since_app_ns),
+          /*sockets=*/false);
+    } else {
+      udp_->WaitReadable(std::max<int64_t>(sleep_ns, 0));
+    }
   }
 }
 
@@ -100,6 +113,7 @@ bool Fabric::PumpUdp(bool wait) {
   static thread_local std::vector<UdpSockets::Datagram> datagrams;
   datagrams.clear();
   const int64_t began_ns = MonotonicNs();
+  if (!wait) app_pumped_ns_.store(began_ns, std::memory_order_relaxed);
   udp_->Drain(&datagrams);
   // Fewer than a batch in all: no socket stopped at its batch, each was
   // read until it was empty.

@@ -138,9 +138,11 @@ void UdpSockets::Wake() {
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
 }
 
-void UdpSockets::WaitReadable(int64_t timeout_ns) {
+void UdpSockets::WaitReadable(int64_t timeout_ns, bool sockets) {
   std::vector<pollfd> pfds;
-  for (int fd : fds_) pfds.push_back({fd, POLLIN, 0});
+  if (sockets) {
+    for (int fd : fds_) pfds.push_back({fd, POLLIN, 0});
+  }
   pfds.push_back({wake_fd_, POLLIN, 0});
   timespec ts;
   ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);

@@ -73,8 +73,9 @@ class UdpSockets {
     int src_node = -1;
     std::vector<uint8_t> bytes;
   };
-  // Waits up to `timeout_ns` (or until Wake) for a datagram to be ready.
-  void WaitReadable(int64_t timeout_ns);
+  // Waits up to `timeout_ns` (or until Wake) for a datagram to be ready;
+  // with `sockets` false, for Wake or the time only.
+  void WaitReadable(int64_t timeout_ns, bool sockets = true);
   // Appends, without waiting, every datagram that is ready and was sent
   // from 127.0.0.1 by the port of one of the fabric's nodes in any process
   // slot; the others are dropped and counted (foreign()). Datagrams longer
