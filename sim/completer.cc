@@ -141,6 +141,12 @@ void OnRnrNak(QpCore& qp, uint32_t psn, uint8_t timer) {
 void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
   if (code != NakCode::kPsnSequenceError &&
       qp.node->fabric->profile().iwarp.remote_errors_terminate) {
+    // This QP dropped the connection itself (SuspendInRts): the peer's
+    // TERMINATE finds no socket (IwarpRules::drops_connection_at_refused_head).
+    if (qp.tx_suspended && !qp.cm_connected &&
+        qp.node->fabric->profile().iwarp.drops_connection_at_refused_head) {
+      return;
+    }
     // The NAK stands for the responder's TERMINATE: the connection ends and
     // everything outstanding is flushed (siw_qp_rx.c, siw_qp_cm_drop). The
     // SENDs and WRITEs sent by then had completed SUCCESS (IwarpRules::

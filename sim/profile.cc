@@ -305,6 +305,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.post_send.inline_needs_send_or_write = false;
     p.iwarp.refuses_at_activation = true;
     p.iwarp.transmit_errors_keep_rts = true;
+    p.iwarp.drops_connection_at_refused_head = true;
     // siw_qp_rx.c: a receive that fails its check completes GENERAL_ERR; one
     // too small LOC_LEN_ERR (siw_proc_send); the sender's SEND has
     // completed SUCCESS already and the TERMINATE ends the connection.

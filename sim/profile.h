@@ -164,6 +164,16 @@ struct IwarpRules {
   // the kernel refuses to start (refuses_at_activation) is refused by that
   // doorbell and stays in the ring.
   bool transmit_errors_keep_rts = false;
+  // The send engine, done with a transmission (a WR of its own, or a READ
+  // RESPONSE for the peer), moves on to the next WR of the ring; one it
+  // refuses (refuses_at_activation) ends the connection there (siw_qp_tx.c
+  // siw_qp_sq_process: siw_activate_tx fails, siw_sq_resume calls
+  // siw_qp_cm_drop). As for a transmit error, the QP stays in RTS,
+  // suspended, nothing flushed, and the peer goes to ERR and is flushed; a
+  // TERMINATE the peer sends meanwhile never arrives, as the socket is gone.
+  // The refusing doorbell of the WR's own post (an empty ring) drops
+  // nothing: that WR's EINVAL is the post's answer.
+  bool drops_connection_at_refused_head = false;
 };
 
 // Where the spec leaves order and timing open (docs/ordering.md has each

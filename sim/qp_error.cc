@@ -93,6 +93,20 @@ void EnterError(QpCore& qp) {
   }
 }
 
+bool RefusedWrAtHead(const QpCore& qp) {
+  if (!qp.node->fabric->profile().iwarp.drops_connection_at_refused_head ||
+      qp.tx_suspended || qp.req_next >= qp.sq.size()) {
+    return false;
+  }
+  const SendWqe& w = qp.sq[qp.req_next];
+  return w.phase == SendWqe::Phase::kPosted && w.refused_at_activation;
+}
+
+void DropConnectionAtRefusedHead(QpCore& qp) {
+  TerminateConnection(qp);
+  SuspendInRts(qp);
+}
+
 void SuspendInRts(QpCore& qp) {
   qp.tx_suspended = true;
   DropPendingAck(qp);

@@ -292,7 +292,15 @@ void RequesterRun(QpCore& qp) {
       continue;
     }
     if (w.phase == SendWqe::Phase::kPosted) {
-      if (w.refused_at_activation) break;  // stays at the ring's head
+      if (w.refused_at_activation) {
+        // Stays at the ring's head; reached right after a transmission, it
+        // ends the connection (IwarpRules::drops_connection_at_refused_head).
+        if (sent && RefusedWrAtHead(qp)) {
+          DropConnectionAtRefusedHead(qp);
+          return;
+        }
+        break;
+      }
       if (IsRdAtomic(w.opcode) && qp.rd_atomic_in_flight >= depth) break;
       if ((w.flags & kSendFence) && qp.rd_atomic_in_flight > 0) break;
       if (w.opcode == WrOpcode::kLocalInv && qp.req_next != 0) break;

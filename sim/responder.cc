@@ -268,6 +268,9 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
   const bool fetch_late = !profile.memory.fetches_reads_in_order &&
                           (qp.node->fabric->memory_rng()() & 3) == 0;
   SendReadResponses(qp, p.psn, p.va, p.dma_len, p.rkey, fetch_late);
+  // The send engine, done with the responses, finds a WR it refuses at the
+  // head of the ring (IwarpRules::drops_connection_at_refused_head).
+  if (RefusedWrAtHead(qp)) DropConnectionAtRefusedHead(qp);
 }
 
 // The atomic ACK of the request at `psn`, carrying the target's original

@@ -180,6 +180,12 @@ void ResetQueues(QpCore& qp);
 // iWARP: a requester's error ends the connection (a TERMINATE, which a NAK
 // stands for on the sim's wire); nothing on other transports and profiles.
 void TerminateConnection(QpCore& qp);
+// IwarpRules::drops_connection_at_refused_head: whether the next WR the send
+// engine would start is one it refuses (refused_at_activation), and the
+// drop that follows: the peer is told (TerminateConnection) and this QP is
+// suspended in RTS (SuspendInRts), nothing flushed.
+bool RefusedWrAtHead(const QpCore& qp);
+void DropConnectionAtRefusedHead(QpCore& qp);
 
 }  // namespace verbsim::sim
 
