@@ -98,8 +98,8 @@ struct Packet {
   //    (SendWqe::seq): message offset `deferred_offset` (GatherDeferred in
   //    requester.cc);
   //  - a read response (deferred_wqe 0): address `deferred_offset` of the
-  //    region `rkey` names at the responder (FetchDeferredRead in
-  //    responder.cc).
+  //    region whose own key (its lkey) `rkey` holds at the responder
+  //    (FetchDeferredRead in responder.cc).
   uint64_t deferred_wqe = 0;
   uint64_t deferred_offset = 0;
   uint32_t deferred_len = 0;

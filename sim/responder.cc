@@ -267,7 +267,17 @@ void ExecuteRead(QpCore& qp, const Packet& p) {
   // One read in four is fetched late.
   const bool fetch_late = !profile.memory.fetches_reads_in_order &&
                           (qp.node->fabric->memory_rng()() & 3) == 0;
-  SendReadResponses(qp, p.psn, p.va, p.dma_len, p.rkey, fetch_late);
+  // A late fetch finds the region by its own key (FetchDeferredRead).
+  MrState* source = nullptr;
+  uint32_t fetch_key = p.rkey;
+  if (fetch_late && p.dma_len > 0 &&
+      CheckAccess(qp.node->keys, p.rkey, KeyKind::kRemote, qp.pd.get(), p.va,
+                  p.dma_len, ReadSourceRights(qp), &source,
+                  qp.qpn) == AccessResult::kOk &&
+      source != nullptr) {
+    fetch_key = source->lkey;
+  }
+  SendReadResponses(qp, p.psn, p.va, p.dma_len, fetch_key, fetch_late);
   // The send engine, done with the responses, finds a WR it refuses at the
   // head of the ring (IwarpRules::drops_connection_at_refused_head).
   if (RefusedWrAtHead(qp)) DropConnectionAtRefusedHead(qp);
@@ -369,8 +379,9 @@ void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
 }
 
 bool FetchDeferredRead(QpCore& qp, Packet& p) {
-  if (!RkeyGrants(qp, p.rkey, p.deferred_offset, p.deferred_len,
-                  ReadSourceRights(qp))) {
+  if (CheckAccess(qp.node->keys, p.rkey, KeyKind::kLocal, qp.pd.get(),
+                  p.deferred_offset, p.deferred_len,
+                  /*required=*/0) != AccessResult::kOk) {
     return false;  // deregistered since the read executed
   }
   const auto* src = reinterpret_cast<const uint8_t*>(p.deferred_offset);

@@ -71,8 +71,12 @@ void CompleteRecv(QpCore& qp, const RecvWqe& r, WcStatus status,
                   uint32_t extra_flags = 0);
 // Reads the data of a read response fetched late
 // (MemoryModel::fetches_reads_in_order) as it leaves the link; false when
-// the region no longer allows it (the packet is then lost, and the read's
-// retry meets the check again).
+// the region is gone (deregistered, or re-registered elsewhere: the packet
+// is then lost, and the read's retry meets the check again). The request's
+// R_Key was checked when the read executed; a window it named may have
+// been invalidated since (a later SEND with Invalidate), which takes no
+// memory away, so the check here is of the region itself.
+bool FetchDeferredRead(QpCore& qp, Packet& packet);
 bool FetchDeferredRead(QpCore& qp, Packet& packet);
 // ACKs: now, or a little later coalesced with the ACKs of later messages
 // (IBA 9.7.5.1.2); FlushPendingAck sends one held back, DropPendingAck
