@@ -75,6 +75,14 @@ void Progressed(QpCore& qp) {
 // retries from there, once per gap (IBA 9.7.5.1.3, "implied NAK"). The
 // responder answers the repeated requests as duplicates: reads are executed
 // again, atomics answered from the saved result.
+// Whether the oldest outstanding read or atomic still awaits a response
+// for a PSN before `psn`.
+bool ResponseMissingBefore(QpCore& qp, uint32_t psn) {
+  SendWqe* w = FirstInFlight(qp);
+  return w != nullptr && IsRdAtomic(w->opcode) &&
+         PsnDiff(psn, RestartPsn(*w)) > 0;
+}
+
 void CheckImpliedNak(QpCore& qp, uint32_t beyond_psn) {
   SendWqe* w = FirstInFlight(qp);
   if (w == nullptr || !IsRdAtomic(w->opcode)) return;
@@ -367,7 +375,18 @@ void CompleterReceive(QpCore& qp, Packet& p) {
       } else if (IsNak(p.syndrome)) {
         ++qp.naks_received;
         if (AckSendsAndWrites(qp, p.psn, false)) Progressed(qp);
-        OnNak(qp, p.psn, static_cast<NakCode>(p.syndrome & 0x1f));
+        // A NAK past a read or atomic whose response has not come: that
+        // response was lost, and the requester retries from it before it
+        // acts on the NAK, which the retried requests will meet again
+        // (implied NAK, IBA 9.7.5.1.3; rxe_comp.c check_psn retries a
+        // READ or atomic ahead of any later packet's answer). A TERMINATE
+        // on iWARP ends everything instead (OnNak).
+        if (!fabric->profile().iwarp.remote_errors_terminate &&
+            ResponseMissingBefore(qp, p.psn)) {
+          CheckImpliedNak(qp, p.psn);
+        } else {
+          OnNak(qp, p.psn, static_cast<NakCode>(p.syndrome & 0x1f));
+        }
       }
       break;
     case RcOp::kAtomicAcknowledge:

@@ -239,6 +239,43 @@ TEST(FaultRecovery, CorruptedReadResponseIsReadAgain) {
               ::testing::IsSupersetOf({"xR1", "R0", "R2"}));
 }
 
+// A READ's response is lost and the WRITE after it is NAKed: the NAK's PSN
+// is past the READ, so the response is missing and the requester retries
+// the READ first (implied NAK, IBA 9.7.5.1.3) instead of waiting for it
+// forever. The responder went to ERR with the NAK, so the retries go
+// unanswered: the READ ends RETRY_EXC_ERR and the WRITE is flushed.
+TEST(FaultRecovery, LostReadResponseBeforeANakIsRetriedNotAwaited) {
+  EndpointAttr attr;
+  attr.retry_cnt = 2;
+  Wired w = Connect(attr);
+  ASSERT_TRUE(w.fabric->AddFaults("drop op=RDMA_READ_RESPONSE_ONLY nth=1").ok());
+  std::vector<char> remote(64, 7), local(64, 0);
+  auto lmr = w.eps.client->RegMsgs(local.data(), local.size());
+  auto rmr = w.eps.server->RegRead(remote.data(), remote.size());
+  ASSERT_TRUE(lmr.ok() && rmr.ok());
+  ASSERT_TRUE(w.eps.client
+                  ->PostRead(1, local.data(), local.size(), lmr->get(),
+                             kSendSignaled,
+                             reinterpret_cast<uint64_t>(remote.data()),
+                             (*rmr)->rkey())
+                  .ok());
+  ASSERT_TRUE(w.eps.client
+                  ->PostWrite(2, local.data(), 8, lmr->get(), kSendSignaled,
+                              reinterpret_cast<uint64_t>(remote.data()),
+                              (*rmr)->rkey() ^ 0x1000)
+                  .ok());
+  auto first = w.eps.client->GetSendComp();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->wr_id, 1u);
+  EXPECT_EQ(first->status, WcStatus::kRetryExcErr);
+  auto second = w.eps.client->GetSendComp();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->wr_id, 2u);
+  EXPECT_EQ(second->status, WcStatus::kWrFlushErr);
+  EXPECT_THAT(Arrivals(*w.fabric),
+              ::testing::IsSupersetOf({"xR0", "NAK 1", "P0"}));
+}
+
 TEST(FaultActions, DuplicatedAtomicIsAppliedOnce) {
   Wired w = Connect();
   ASSERT_TRUE(w.fabric->AddFaults("dup op=FETCH_ADD; dup op=ATOMIC_ACKNOWLEDGE").ok());
