@@ -95,6 +95,24 @@ class RegHarness {
   int max_mw_ = 0;
   NthCallFault registrations_;  // counted as `regfail nth=` counts them
   uint64_t next_wr_id_ = 1;
+  // Unsignaled WRs posted on the client's QP since its last completion was
+  // polled. A program must signal one every so often: on a profile where a
+  // completed WR holds its slot until a completion of its queue is polled
+  // (SimProfile::sq_slots_held_until_polled, as mlx5), a run of unsignaled
+  // WRs as long as the queue fills it (ibv_post_send(3)). The harness
+  // signals the WR that would make the run kMaxUnsignaledRun long.
+  static constexpr int kMaxUnsignaledRun = 32;
+  int unsignaled_run_ = 0;
+  // Whether the next WR is signaled: as the input says, unless the run of
+  // unsignaled ones is as long as it may get.
+  bool Signaled(bool asked) const {
+    return asked || unsignaled_run_ + 1 >= kMaxUnsignaledRun;
+  }
+  // Counts a WR posted on the client's QP: `completes` (signaled, or
+  // failing) ends the run, as its completion is polled.
+  void CountPosted(bool completes) {
+    unsignaled_run_ = completes ? 0 : unsignaled_run_ + 1;
+  }
   // Declared before the fabric's objects, so they outlive them.
   std::unique_ptr<ShadowedBuffer> arena_;
   std::unique_ptr<ShadowedBuffer> peer_;

@@ -56,6 +56,7 @@ void RegHarness::Finish(Endpoint& requester, uint64_t wr_id,
                         bool completes, const WcOpcode* opcode) {
   pair_->fabric->RunUntilIdle();
   const std::vector<WorkCompletion> got = DrainCq(requester.send_cq());
+  if (completes && &requester == &pair_->client()) unsignaled_run_ = 0;
   const bool ok =
       completes ? got.size() == 1 && got[0].wr_id == wr_id &&
                       want.Contains(got[0].status) &&
@@ -97,7 +98,10 @@ void RegHarness::Finish(Endpoint& requester, uint64_t wr_id,
   }
   arena_->Check("client buffer after a probe");
   peer_->Check("server buffer after a probe");
-  if (failed) pair_->Reconnect();
+  if (failed) {
+    pair_->Reconnect();
+    unsignaled_run_ = 0;  // a new QP
+  }
 }
 
 // The client posts a write (its SGE is read) or a read (its SGE is

@@ -129,7 +129,7 @@ void RegHarness::BindMw() {
     case 7: call.wr_rkey = in_.U32(); break;
     default: call.wr_rkey = IncRkey(w.rkey); break;
   }
-  const bool signaled = (how & 2) == 0;
+  const bool signaled = Signaled((how & 2) == 0);
   const BindOutcome out = keys_.PredictBind(call, rules_);
   const uint64_t wr_id = next_wr_id_++;
   const absl::Status st = PostBind(*pair_->client().qp(), s.handle.get(),
@@ -145,6 +145,7 @@ void RegHarness::BindMw() {
   ExpectErrno(st, out.post_errno, "bind of a memory window");
   if (out.post_errno == 0) {
     keys_.ApplyBind(call, out.status);
+    CountPosted(signaled || out.status != WcStatus::kSuccess);
     const WcOpcode op = WcOpcode::kBindMw;
     Finish(pair_->client(), wr_id, {out.status}, false,
            signaled || out.status != WcStatus::kSuccess, &op);
@@ -159,7 +160,7 @@ void RegHarness::BindMw() {
 
 void RegHarness::LocalInv() {
   const uint32_t key = DecodeKey();
-  const bool signaled = (in_.U8() & 1) == 0;
+  const bool signaled = Signaled((in_.U8() & 1) == 0);
   int window = -1;
   const InvVerdict v = keys_.CheckInvalidate(kClientNode, key, 0, kClientQp,
                                              rules_, &window);
@@ -170,6 +171,7 @@ void RegHarness::LocalInv() {
                          want.ToString()));
   PostLocalInv(*pair_->client().qp(), wr_id, key, signaled);
   if (v == InvVerdict::kOk) keys_.Invalidate(window);
+  CountPosted(signaled || !want.IsSuccessOnly());
   const WcOpcode op = WcOpcode::kLocalInv;
   Finish(pair_->client(), wr_id, want, false,
          signaled || !want.IsSuccessOnly(), &op);
