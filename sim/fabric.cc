@@ -67,16 +67,17 @@ int Fabric::NodeByGid(const Gid& gid) const {
 
 void Fabric::Schedule(int64_t at_ns, std::function<void()> fn) {
   events_.PushCall(std::max(at_ns, now_ns_), std::move(fn));
-  // In real time, the progress thread sleeps until its next event: wake it
-  // for an earlier one.
-  if (udp_ != nullptr && at_ns < progress_wake_ns_) {
-    progress_wake_ns_ = at_ns;
-    udp_->Wake();
-  }
+  WakeProgressFor(at_ns);
 }
 
 void Fabric::ScheduleArrival(int64_t at_ns, Packet&& packet, bool corrupt) {
   events_.PushArrival(std::max(at_ns, now_ns_), std::move(packet), corrupt);
+  WakeProgressFor(at_ns);
+}
+
+void Fabric::WakeProgressFor(int64_t at_ns) {
+  // In real time, the progress thread sleeps until its next event: wake it
+  // for an earlier one.
   if (udp_ != nullptr && at_ns < progress_wake_ns_) {
     progress_wake_ns_ = at_ns;
     udp_->Wake();

@@ -453,6 +453,9 @@ class Fabric {
   bool Step();
   // Puts `packet` on the event queue, to arrive at `at_ns`.
   void ScheduleArrival(int64_t at_ns, Packet&& packet, bool corrupt);
+  // Schedule and ScheduleArrival: an event at `at_ns` wakes the UDP
+  // transport's progress thread if it would sleep past it.
+  void WakeProgressFor(int64_t at_ns);
   void Deliver(Packet&& packet, bool corrupt);
   // Deliver for a local destination, a datagram for a remote one.
   void Arrive(Packet&& packet, bool corrupt);

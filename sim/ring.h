@@ -73,10 +73,6 @@ class Ring {
     (*this)[size_] = std::move(value);
     ++size_;
   }
-  void push_back(const T& value) {
-    T copy = value;
-    push_back(std::move(copy));
-  }
   // The slot is reset to T{}, so what the entry held is released now.
   void pop_front() {
     buf_[head_] = T();
