@@ -418,23 +418,24 @@ def read_numbers(name):
         return [float(x) for x in f.read().split()]
 
 
-bw_runs = read_numbers("udp_bw")
-if bw_runs is not None:
-    figure = ("two processes over the UDP transport: ib_write_bw 64 KiB, "
-              "BW average (median of runs)")
-    if isinstance(bw_runs, str):
-        add(figure, bw_runs, "")
+# file, figure, scale, unit, target, higher is better, format
+udp_rows = [
+    ("udp_bw", "ib_write_bw 64 KiB, BW average", 1e-3, "GB/s", 1.0, True,
+     "{:.2f}"),
+    ("udp_lat", "ib_send_lat 2 B, t_typical", 1.0, "us", 30.0, False,
+     "{:.1f}"),
+]
+for name, what, scale, unit, target, higher, fmt in udp_rows:
+    runs = read_numbers(name)
+    if runs is None:
+        continue
+    figure = ("two processes over the UDP transport: %s (median of runs)"
+              % what)
+    if isinstance(runs, str):
+        add(figure, runs, "")
     else:
-        add(figure, median(bw_runs) / 1e3, "GB/s", 1.0)
-lat_runs = read_numbers("udp_lat")
-if lat_runs is not None:
-    figure = ("two processes over the UDP transport: ib_send_lat 2 B, "
-              "t_typical (median of runs)")
-    if isinstance(lat_runs, str):
-        add(figure, lat_runs, "")
-    else:
-        add(figure, median(lat_runs), "us", 30.0, higher_is_better=False,
-            fmt="{:.1f}")
+        add(figure, median(runs) * scale, unit, target,
+            higher_is_better=higher, fmt=fmt)
 for name in ("reg_fuzzer", "rkey_fuzzer", "sequence_fuzzer"):
     runs = read_numbers("fuzz_" + name)
     if runs is None:

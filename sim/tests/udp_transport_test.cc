@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/endpoint.h"
@@ -45,29 +46,53 @@ int BoundSocket(int port) {
   return fd;
 }
 
-// Datagrams that are not RoCEv2 packets of the sim are dropped and counted;
-// a corrupted one counts as an ICRC error of the node. One process: node 0
-// is local, the junk comes from a plain socket.
-TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
-  const int base = FreeBasePort();
-  ASSERT_NE(base, 0);
+// Node 0 of a two-node UDP fabric in this process, to which the tests send
+// datagrams from plain sockets, and an ACK from node 1 to it.
+struct Node0 {
+  int base = 0;
+  std::unique_ptr<Provider> provider;
+  Fabric* fabric = nullptr;
+  sockaddr_in address{};
+};
+
+absl::StatusOr<Node0> OpenNode0() {
+  Node0 n;
+  n.base = FreeBasePort();
+  if (n.base == 0) return absl::UnavailableError("no free base port");
   auto provider =
-      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
-  ASSERT_TRUE(provider.ok()) << provider.status();
-  Fabric& fabric = AsSimProvider(provider->get())->fabric();
-  // From node 1's port (node 1 lives in no process here), so the datagrams
-  // pass the check of who sent them.
-  const int fd = BoundSocket(base + 1);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a = LoopbackAddress(base);
-  const uint8_t junk[5] = {1, 2, 3, 4, 5};
-  sendto(fd, junk, sizeof(junk), 0, reinterpret_cast<sockaddr*>(&a),
-         sizeof(a));
+      OpenProvider(absl::StrCat("sim:nodes=2,udp=", n.base, ",local=0"));
+  if (!provider.ok()) return provider.status();
+  n.provider = *std::move(provider);
+  n.fabric = &AsSimProvider(n.provider.get())->fabric();
+  n.address = LoopbackAddress(n.base);
+  return n;
+}
+
+Packet AckFromNode1() {
   Packet p;
   p.src_node = 1;
   p.dst_node = 0;
   p.opcode = RcOp::kAcknowledge;
-  std::vector<uint8_t> bad = EncodeRoceV2Ip(p, 1, kBase);
+  return p;
+}
+
+// Datagrams that are not RoCEv2 packets of the sim are dropped and counted;
+// a corrupted one counts as an ICRC error of the node. One process: node 0
+// is local, the junk comes from a plain socket.
+TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
+  absl::StatusOr<Node0> n = OpenNode0();
+  ASSERT_TRUE(n.ok()) << n.status();
+  Fabric& fabric = *n->fabric;
+  const int base = n->base;
+  // From node 1's port (node 1 lives in no process here), so the datagrams
+  // pass the check of who sent them.
+  const int fd = BoundSocket(base + 1);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a = n->address;
+  const uint8_t junk[5] = {1, 2, 3, 4, 5};
+  sendto(fd, junk, sizeof(junk), 0, reinterpret_cast<sockaddr*>(&a),
+         sizeof(a));
+  std::vector<uint8_t> bad = EncodeRoceV2Ip(AckFromNode1(), 1, kBase);
   bad[bad.size() - 6] ^= 0x40;  // inside the AETH: only the ICRC sees it
   sendto(fd, bad.data(), bad.size(), 0, reinterpret_cast<sockaddr*>(&a),
          sizeof(a));
@@ -86,17 +111,12 @@ TEST(UdpTransport, JunkAndCorruptDatagramsAreCountedNotFatal) {
 // node's, and one whose source is another node than its port's, are
 // dropped and counted, and reach nobody.
 TEST(UdpTransport, DatagramsFromOutsideTheFabricAreDroppedAndCounted) {
-  const int base = FreeBasePort();
-  ASSERT_NE(base, 0);
-  auto provider =
-      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
-  ASSERT_TRUE(provider.ok()) << provider.status();
-  Fabric& fabric = AsSimProvider(provider->get())->fabric();
-  sockaddr_in a = LoopbackAddress(base);
-  Packet p;
-  p.src_node = 1;
-  p.dst_node = 0;
-  p.opcode = RcOp::kAcknowledge;
+  absl::StatusOr<Node0> n = OpenNode0();
+  ASSERT_TRUE(n.ok()) << n.status();
+  Fabric& fabric = *n->fabric;
+  const int base = n->base;
+  sockaddr_in a = n->address;
+  Packet p = AckFromNode1();
   const std::vector<uint8_t> ack = EncodeRoceV2Ip(p, 1, kBase);
   const int stranger = socket(AF_INET, SOCK_DGRAM, 0);  // an ephemeral port
   ASSERT_GE(stranger, 0);
@@ -125,24 +145,17 @@ TEST(UdpTransport, DatagramsFromOutsideTheFabricAreDroppedAndCounted) {
 // packets carry a flipped AETH bit, so that each one checked is one ICRC
 // error of node 0.
 TEST(UdpTransport, ADatagramCarriesPacketsBackToBack) {
-  const int base = FreeBasePort();
-  ASSERT_NE(base, 0);
-  auto provider =
-      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0"));
-  ASSERT_TRUE(provider.ok()) << provider.status();
-  Fabric& fabric = AsSimProvider(provider->get())->fabric();
-  sockaddr_in a = LoopbackAddress(base);
-  Packet p;
-  p.src_node = 1;
-  p.dst_node = 0;
-  p.opcode = RcOp::kAcknowledge;
-  std::vector<uint8_t> bad = EncodeRoceV2Ip(p, 1, kBase);
+  absl::StatusOr<Node0> n = OpenNode0();
+  ASSERT_TRUE(n.ok()) << n.status();
+  Fabric& fabric = *n->fabric;
+  sockaddr_in a = n->address;
+  std::vector<uint8_t> bad = EncodeRoceV2Ip(AckFromNode1(), 1, kBase);
   bad[bad.size() - 6] ^= 0x40;
   std::vector<uint8_t> two = bad;
   two.insert(two.end(), bad.begin(), bad.end());
   std::vector<uint8_t> cut = bad;
   cut.insert(cut.end(), {0x45, 0, 0, 3});  // a header too short to be one
-  const int node1 = BoundSocket(base + 1);
+  const int node1 = BoundSocket(n->base + 1);
   ASSERT_GE(node1, 0);
   sendto(node1, two.data(), two.size(), 0, reinterpret_cast<sockaddr*>(&a),
          sizeof(a));
