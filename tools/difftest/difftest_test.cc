@@ -112,5 +112,108 @@ TEST(LocalOrRemoteErrorRace, OneWrsErrorClassAndNothingElse) {
   EXPECT_FALSE(LocalOrRemoteErrorRace(sim, sim));
 }
 
+TEST(TransmitCutByTerminateRace, OneWrsLocQpOpErrAgainstItsSuccess) {
+  Trace sim;
+  sim.calls = {"0 post_send qp0 -> qp0 ok"};
+  sim.completions["qp0 send"] = {"wr 7 SUCCESS RDMA_WRITE",
+                                 "wr 9 WR_FLUSH_ERR"};
+  sim.completions["qp1 recv"] = {"wr 3 GENERAL_ERR"};
+  // In place of a signaled WR's success.
+  Trace dev = sim;
+  dev.completions["qp0 send"][0] = "wr 7 LOC_QP_OP_ERR";
+  EXPECT_TRUE(TransmitCutByTerminateRace(sim, dev));
+  EXPECT_TRUE(TransmitCutByTerminateRace(dev, sim));
+  // Where an unsignaled WR's success said nothing.
+  Trace unsignaled = sim;
+  unsignaled.completions["qp0 send"].insert(
+      unsignaled.completions["qp0 send"].begin() + 1, "wr 8 LOC_QP_OP_ERR");
+  EXPECT_TRUE(TransmitCutByTerminateRace(sim, unsignaled));
+  // Another status, another WR's success, or anything else different.
+  Trace other = sim;
+  other.completions["qp0 send"][0] = "wr 7 LOC_PROT_ERR";
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, other));
+  Trace wrong_wr = sim;
+  wrong_wr.completions["qp0 send"][0] = "wr 8 LOC_QP_OP_ERR";
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, wrong_wr));
+  Trace flushed = sim;
+  flushed.completions["qp0 send"][1] = "wr 9 LOC_QP_OP_ERR";
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, flushed));
+  Trace recv = dev;
+  recv.completions["qp1 recv"].clear();
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, recv));
+  Trace bytes = dev;
+  bytes.bytes[0] = {1};
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, bytes));
+  Trace calls = dev;
+  calls.calls[0] = "0 post_send qp0 -> qp0 EINVAL";
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, calls));
+  Trace two_queues = dev;
+  two_queues.completions["qp1 send"] = {"wr 4 LOC_QP_OP_ERR"};
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, two_queues));
+  EXPECT_FALSE(TransmitCutByTerminateRace(sim, sim));
+}
+
+// A WRITE that starts in its region and runs past its end: on siw the
+// part in the region is left out of the comparison (how much of it siw
+// places depends on the TCP segments), on rxe it is compared. A READ
+// without SGEs is not posted on siw.
+TEST(RunProgram, OnSiwWhatSiwCannotMatchIsLeftOut) {
+  Program p;
+  Op reg;
+  reg.kind = OpKind::kRegMr;
+  reg.length = 8192;
+  reg.a = 0xf;
+  p.ops.push_back(reg);  // side0 mr0: 8 KiB
+  reg.side = 1;
+  reg.length = 4096;
+  p.ops.push_back(reg);  // side1 mr0: 4 KiB
+  Op qp;
+  qp.kind = OpKind::kCreateQp;
+  qp.a = qp.b = 16;
+  qp.c = qp.d = 2;
+  qp.e = 64;
+  p.ops.push_back(qp);
+  qp.side = 1;
+  p.ops.push_back(qp);
+  Op connect;
+  connect.kind = OpKind::kConnect;
+  p.ops.push_back(connect);
+  Op write;
+  write.kind = OpKind::kPostSend;
+  write.b = 0;  // RDMA WRITE, side0's QP to side1's mr0 at 1 KiB
+  write.c = 2;
+  write.sges = {SgeSpec{0, 0, 6000}};
+  write.offset = 1024;
+  p.ops.push_back(write);
+  p.ops.push_back(Op{});  // poll
+  absl::StatusOr<Trace> siw = RunProgram(p, "sim:siw", Fast());
+  ASSERT_TRUE(siw.ok()) << siw.status();
+  EXPECT_NE(siw->calls[5].find("not compared"), std::string::npos)
+      << siw->calls[5];
+  EXPECT_EQ(std::vector<uint8_t>(siw->bytes[1].begin() + 1024,
+                                 siw->bytes[1].begin() + 4096),
+            std::vector<uint8_t>(4096 - 1024, 0));
+  // Past the region nothing is written on any device: still compared.
+  EXPECT_NE(siw->bytes[1][4096], 0);
+  absl::StatusOr<Trace> rxe = RunProgram(p, "sim:rxe", Fast());
+  ASSERT_TRUE(rxe.ok()) << rxe.status();
+  EXPECT_EQ(rxe->calls[5].find("not compared"), std::string::npos)
+      << rxe->calls[5];
+  // A READ without SGEs: siw would read through its ring slot's last SGE,
+  // so it is not posted there; rxe reads nothing and completes it.
+  Op read = write;
+  read.b = 4;  // RDMA READ
+  read.sges.clear();
+  p.ops[5] = read;
+  siw = RunProgram(p, "sim:siw", Fast());
+  ASSERT_TRUE(siw.ok()) << siw.status();
+  EXPECT_NE(siw->calls[5].find("not posted"), std::string::npos)
+      << siw->calls[5];
+  rxe = RunProgram(p, "sim:rxe", Fast());
+  ASSERT_TRUE(rxe.ok()) << rxe.status();
+  EXPECT_NE(rxe->calls[5].find("-> qp0 ok"), std::string::npos)
+      << rxe->calls[5];
+}
+
 }  // namespace
 }  // namespace verbsim::difftest

@@ -63,6 +63,17 @@ std::vector<std::string> Compare(const Trace& a, const Trace& b,
 // count of packets sent before the failing one).
 bool LocalOrRemoteErrorRace(const Trace& a, const Trace& b);
 
+// Whether two traces differ only where siw0 answers either way: one WR of
+// one send queue completes LOC_QP_OP_ERR in one trace and SUCCESS, or
+// nothing (unsignaled), in the other, and everything else, calls, other
+// completions and bytes, is equal. siw fails the WR it is transmitting
+// when the connection's transmit side is suspended after one of its FPDUs,
+// which a TERMINATE received from the peer or the TCP close sets from
+// another context (siw_qp_tx.c siw_qp_sq_process), so whether a WR still
+// on its way when the peer ends the connection gets it depends on timing
+// (docs/fidelity.md, "Differential runs"; tools/fidelity/races.tsv).
+bool TransmitCutByTerminateRace(const Trace& a, const Trace& b);
+
 // The whole trace, for printing.
 std::string Format(const Trace& trace);
 

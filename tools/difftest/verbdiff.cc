@@ -19,7 +19,9 @@
 //                time; one that agrees on a rerun is counted as timing.
 //                Against rxe, a divergence that is only one WR's local
 //                error against a remote one is counted as racy on the
-//                device (LocalOrRemoteErrorRace in runner.h).
+//                device (LocalOrRemoteErrorRace in runner.h); against
+//                siw, one WR's LOC_QP_OP_ERR against its success
+//                (TransmitCutByTerminateRace).
 //   --print      print the program of SEED and its trace on --a, and exit
 //   --settle-us  time the devices get after each operation (500): slept
 //                on hardware, virtual time on a sim (RunOptions::settle)
@@ -182,6 +184,10 @@ int Main(int argc, char** argv) {
   // (LocalOrRemoteErrorRace): such a divergence is counted, not failed.
   const bool rxe_races = absl::StrContains(args.a, "rxe") ||
                          absl::StrContains(args.b, "rxe");
+  // siw0 cuts a WR short when the peer's TERMINATE overtakes its
+  // transmission (TransmitCutByTerminateRace): counted, not failed, too.
+  const bool siw_races = absl::StrContains(args.a, "siw") ||
+                         absl::StrContains(args.b, "siw");
   std::vector<uint64_t> known_agreed;
   uint64_t run = 0;
   // A device call that never returns (a kernel or library wait) would hold
@@ -230,6 +236,10 @@ int Main(int argc, char** argv) {
                LocalOrRemoteErrorRace(o.a, o.b)) {
       ++racy;
       label = "DIVERGES (racy on the device: a local or a remote error)";
+    } else if (with_known && siw_races &&
+               TransmitCutByTerminateRace(o.a, o.b)) {
+      ++racy;
+      label = "DIVERGES (racy on the device: a transmission cut short)";
     } else if (with_known) {
       // Not known: a divergence that timing made (a device's work racing
       // the program's next call) does not come back on every run.
