@@ -13,12 +13,14 @@ fail() {
   failures=$(( failures + 1 ))
 }
 
-# run_soak OUT ARGS...: a bounded run of 3 processes without CPU load.
+# run_soak OUT ARGS...: a bounded run of 3 processes without CPU load. A
+# failing run keeps its logs in a directory under TMPDIR: the test's own,
+# which bazel removes, not the machine's.
 run_soak() {
   local out="$1"
   shift
-  timeout 180 bash "${soak}" --worker "${worker}" --procs 3 --load 0 "$@" \
-    >"${out}" 2>&1
+  TMPDIR="${TEST_TMPDIR}" timeout 180 bash "${soak}" --worker "${worker}" \
+    --procs 3 --load 0 "$@" >"${out}" 2>&1
 }
 
 out="${TEST_TMPDIR}/clean.log"
