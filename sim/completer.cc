@@ -208,8 +208,10 @@ void OnNak(QpCore& qp, uint32_t psn, NakCode code) {
 // that copy per packet (gathers_per_packet: rxe copies each READ response
 // packet as it comes) check just those, so the packets before a failing
 // one are placed; the others check the whole sink at the first response.
-bool ResponseSgesOk(QpCore& qp, SendWqe& w, uint64_t offset,
-                    uint64_t length) {
+// `data` is the response's payload (its first `length` bytes), of which a
+// profile that scatters up to a failing SGE places what lands before it.
+bool ResponseSgesOk(QpCore& qp, SendWqe& w, uint64_t offset, uint64_t length,
+                    const uint8_t* data) {
   const SimProfile& profile = qp.node->fabric->profile();
   if (!profile.checks_response_sges_on_arrival) return true;
   if (IsAtomicWr(w.opcode)) {
@@ -220,10 +222,17 @@ bool ResponseSgesOk(QpCore& qp, SendWqe& w, uint64_t offset,
     length = w.length;
   }
   if (length == 0) return true;
+  uint64_t passed = 0;
   if (!w.is_inline &&
       CheckSgeRange(qp.node->keys, qp.pd.get(), w.sges, offset, length,
-                    kAccessLocalWrite) == AccessResult::kOk) {
+                    kAccessLocalWrite, &passed) == AccessResult::kOk) {
     return true;
+  }
+  // Only where the check covers the payload at hand (per packet, or an
+  // atomic's 8 bytes) does `passed` count bytes of `data`.
+  if (profile.scatters_up_to_a_failing_sge && passed > 0 &&
+      (profile.gathers_per_packet || IsAtomicWr(w.opcode))) {
+    ScatterTo(w.sges, offset, data, passed);
   }
   Fail(qp, w, w.opcode == WrOpcode::kRdmaRead ? profile.read_sink_status
                                                : profile.bad_lkey_status);
@@ -250,7 +259,9 @@ void OnReadResponse(QpCore& qp, const Packet& p) {
   const uint64_t offset =
       static_cast<uint64_t>(w->responses_got) *
       PacketPayloadBytes(qp, WrOpcode::kRdmaRead);
-  if (!ResponseSgesOk(qp, *w, offset, p.payload.size())) return;
+  if (!ResponseSgesOk(qp, *w, offset, p.payload.size(), p.payload.data())) {
+    return;
+  }
   ScatterTo(w->sges, offset, p.payload.data(), p.payload.size());
   ++w->responses_got;
   if (w->responses_got == w->num_psn) w->phase = SendWqe::Phase::kDone;
@@ -266,9 +277,9 @@ void OnAtomicAck(QpCore& qp, const Packet& p) {
     CheckImpliedNak(qp, p.psn);
     return;
   }
-  if (!ResponseSgesOk(qp, *w, 0, 8)) return;
   uint8_t bytes[8];
   std::memcpy(bytes, &p.atomic_orig, 8);
+  if (!ResponseSgesOk(qp, *w, 0, 8, bytes)) return;
   ScatterTo(w->sges, 0, bytes, 8);
   w->phase = SendWqe::Phase::kDone;
   Progressed(qp);

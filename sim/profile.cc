@@ -250,6 +250,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     p.flush_overrides_failures = true;
     p.regathers_on_retransmit = true;
     p.gathers_per_packet = true;
+    p.scatters_up_to_a_failing_sge = true;
     p.answers_arrive_between_packets = true;
     p.sends_new_wrs_during_rnr_wait = true;
     p.keeps_send_wrs_posted_before_rts = true;
@@ -310,6 +311,7 @@ absl::StatusOr<SimProfile> ProfileByName(absl::string_view name) {
     // too small LOC_LEN_ERR (siw_proc_send); the sender's SEND has
     // completed SUCCESS already and the TERMINATE ends the connection.
     p.recv_access_status = WcStatus::kGeneralErr;
+    p.scatters_up_to_a_failing_sge = true;
     p.recv_too_small_status = WcStatus::kLocLenErr;
     // rdma-core 44 providers/siw/siw.c.
     p.post_send.refused_opcodes =

@@ -427,6 +427,12 @@ struct SimProfile {
   // is sent, or packet by packet as each is built (rxe_req.c finish_packet:
   // the packets before the one that fails go out, then the WR fails).
   bool gathers_per_packet = false;
+  // When a receive's or a READ response's SGE fails its check, the bytes of
+  // the payload at hand that land in the SGEs before it are in memory:
+  // devices copy SGE by SGE and look each key up as they reach it (rxe_mr.c
+  // copy_data, for a receive and for each READ response packet; siw_qp_rx.c
+  // siw_proc_send). Otherwise nothing of that payload is placed.
+  bool scatters_up_to_a_failing_sge = false;
   // With gathers_per_packet, for an RDMA WRITE: the responder answers each
   // packet before the requester builds the next, so a remote error on a
   // packet sent before the one whose local check fails completes the WR

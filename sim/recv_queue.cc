@@ -61,4 +61,12 @@ RecvSpace CheckRecvSpace(const QpCore& qp, uint64_t len) {
   return RecvSpace::kOk;
 }
 
+void ScatterBeforeRefusal(QpCore& qp, absl::Span<const uint8_t> payload) {
+  if (!qp.node->fabric->profile().scatters_up_to_a_failing_sge) return;
+  uint64_t passed = 0;
+  CheckSgeRange(qp.node->keys, qp.pd.get(), qp.cur_recv.sges, qp.recv_offset,
+                payload.size(), kAccessLocalWrite, &passed);
+  ScatterTo(qp.cur_recv.sges, qp.recv_offset, payload.data(), passed);
+}
+
 }  // namespace verbsim::sim

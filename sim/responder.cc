@@ -90,6 +90,7 @@ void ExecuteSend(QpCore& qp, const Packet& p) {
     case RecvSpace::kRefused:
       // The receive buffer fails its local check: the receiver completes
       // with a local error, the sender gets NAK remote operational error.
+      ScatterBeforeRefusal(qp, {p.payload.data(), len});
       qp.in_send = false;
       CompleteRecv(qp, qp.cur_recv, profile.recv_access_status,
                    WcOpcode::kRecv, 0, p);

@@ -84,14 +84,19 @@ void GatherRange(absl::Span<const Sge> sges, uint64_t offset, uint64_t len,
 
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,
                            absl::Span<const Sge> sges, uint64_t offset,
-                           uint64_t len, uint32_t required) {
+                           uint64_t len, uint32_t required,
+                           uint64_t* passed) {
   AccessResult result = AccessResult::kOk;
+  uint64_t ok_bytes = 0;
   ForEachPiece(sges, offset, len,
-               [&](const Sge& s, uint64_t in_sge, uint64_t n, uint64_t) {
+               [&](const Sge& s, uint64_t in_sge, uint64_t n, uint64_t done) {
                  result = CheckAccess(keys, s.lkey, KeyKind::kLocal, pd,
                                       s.addr + in_sge, n, required);
-                 return result == AccessResult::kOk;
+                 if (result != AccessResult::kOk) return false;
+                 ok_bytes = done + n;
+                 return true;
                });
+  if (passed != nullptr) *passed = ok_bytes;
   return result;
 }
 

@@ -25,10 +25,14 @@ std::vector<uint8_t> GatherPrefix(absl::Span<const Sge> sges, uint64_t len);
 void GatherRange(absl::Span<const Sge> sges, uint64_t offset, uint64_t len,
                  uint8_t* out);
 // The local access check over the part [offset, offset + len) of the message
-// that falls into each SGE. kOk when every touched SGE passes.
+// that falls into each SGE. kOk when every touched SGE passes. `passed`, when
+// given, receives how many bytes from `offset` lie in the pieces that passed
+// before the first that failed (all `len` on kOk): what a device that copies
+// SGE by SGE has placed when the check fails.
 AccessResult CheckSgeRange(const KeyTable& keys, const PdState* pd,
                            absl::Span<const Sge> sges, uint64_t offset,
-                           uint64_t len, uint32_t required);
+                           uint64_t len, uint32_t required,
+                           uint64_t* passed = nullptr);
 
 }  // namespace verbsim::sim
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/types.h"
 #include "sim/packet.h"
 #include "sim/state.h"
@@ -118,6 +119,10 @@ void BeginRecv(QpCore& qp);
 // grant LOCAL_WRITE over where they land (RC and UC).
 enum class RecvSpace { kOk, kTooSmall, kRefused };
 RecvSpace CheckRecvSpace(const QpCore& qp, uint64_t len);
+// After CheckRecvSpace refused the payload at hand: on a profile that copies
+// SGE by SGE (scatters_up_to_a_failing_sge), places the bytes that land in the
+// pieces before the one that failed, as the device has by then.
+void ScatterBeforeRefusal(QpCore& qp, absl::Span<const uint8_t> payload);
 // Queues an asynchronous event on `context` (ibv_get_async_event(3)).
 void RaiseAsyncEvent(ContextState& context, const AsyncEvent& event);
 

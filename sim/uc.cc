@@ -54,6 +54,7 @@ void ReceiveSend(QpCore& qp, const Packet& p) {
       FailRecv(qp, qp.cur_recv, profile.uc_recv_too_small_status, p);
       return;
     case RecvSpace::kRefused:
+      ScatterBeforeRefusal(qp, {p.payload.data(), len});
       FailRecv(qp, qp.cur_recv, profile.recv_access_status, p);
       return;
   }

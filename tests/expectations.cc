@@ -108,6 +108,7 @@ Expectations Rxe() {
   e.flush_overrides_failures = true;  // rxe_comp.c rxe_drain_resp_pkts
   e.regathers_on_retransmit = true;  // rxe_req.c copy_data
   e.places_read_packets_before_a_bad_one = true;  // rxe_comp.c copy_data
+  e.places_sges_before_a_failing_one = true;      // rxe_mr.c copy_data
   e.remote_error_beats_a_later_local_error = true;  // rxe_resp.c, rxe_comp.c
   e.sq_slots_held_until_polled = Known::kNo;  // rxe_comp.c
   // Kernel 6.1 rxe fills the opcode only on success: an error completion
@@ -193,6 +194,7 @@ Expectations Siw() {
   // 4-byte MPA CRC.
   e.send_segment_bytes = 8920;
   e.read_uses_first_sge = true;
+  e.places_sges_before_a_failing_one = true;  // siw_qp_rx.c siw_proc_send
   return e;
 }
 

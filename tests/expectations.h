@@ -190,6 +190,10 @@ struct Expectations {
   // packets before the first that does not fit (rxe_comp.c copy_data per
   // packet); elsewhere the sink is checked whole and nothing is placed;
   bool places_read_packets_before_a_bad_one = false;
+  // a receive, or a READ response, whose SGE list fails at a later SGE has
+  // the bytes that land in the SGEs before it in memory (rxe_mr.c copy_data,
+  // siw_qp_rx.c siw_proc_send: SGE by SGE); elsewhere nothing of it;
+  bool places_sges_before_a_failing_one = false;
   // A READ reads into its first SGE only: the request asks for that SGE's
   // length, the other SGEs are neither checked nor filled (siw: siw_qp.c
   // siw_activate_tx_from_sq).

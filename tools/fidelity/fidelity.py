@@ -718,6 +718,53 @@ per device):
   (EFAULT on some runs, 9 rxe and 2 siw programs of the second campaign).
   Each side's buffer now has 32 KiB of its own memory behind it
   (`kArenaBytes` in tools/difftest/program.h), all of it compared.
+- rxe and siw, a receive or a READ's sink that fails at a later SGE: the
+  SGEs before the failing one hold their bytes. Both devices copy SGE by
+  SGE and look each SGE's key up only when they reach it (rxe_mr.c
+  copy_data, for a receive and for each READ response packet; siw_qp_rx.c
+  siw_proc_send), so a 171-byte SEND into a receive of 152 good bytes and
+  a second SGE with a bad key left the 152 bytes in memory (rxe seed 5060),
+  as did a READ into 202 good bytes and an SGE of a region without
+  LOCAL_WRITE (rxe seed 8676). The sim had checked the payload at hand
+  whole first and placed none of it, which the ibta profile still does.
+  `PartialScatterTest`; profile field `scatters_up_to_a_failing_sge`.
+- siw, an RDMA WRITE that starts in its region and runs past its end:
+  how much of the part inside the region siw places is not fixed. siw
+  checks the target piece by piece as the socket hands the FPDU over
+  (siw_qp_rx.c siw_proc_write: siw_check_mem over the bytes at hand), so
+  it places what came before the first piece that crosses the region's
+  end, and that depends on how the TCP segments arrived; a probe writing
+  20,000 bytes into a 12,288-byte region found that siw0 had not placed
+  even the first FPDU's 8,924 bytes whole. The sim places nothing of it,
+  as rxe does (rxe_resp.c check_rkey checks the whole length at the first
+  packet). In a siw comparison the runner leaves those bytes out of the
+  trace and says so on the WRITE's line ("overruns its region: the bytes
+  in it are not compared"; seeds 535 and 3842). Exempted.
+- siw, a READ without SGEs reads through a stale SGE. libsiw writes a
+  WR's SGEs into its send ring slot (push_send_wqe copies num_sge of
+  them, none here), and the kernel reads a READ into sge[0] whatever the
+  count (siw_qp.c siw_activate_tx_from_sq sets it to 1; siw_qp_tx.c
+  siw_qp_prepare_tx asks for sge[0]'s length): the READ asks for the
+  length, and lands at the address, of whatever SGE that slot last held.
+  Seed 1419: a QP of one send slot posts a READ of 120 bytes, then a READ
+  without SGEs whose key is another PD's; the second asked for 120 bytes,
+  the peer's READ RESPONSE failed its PD check, and the peer ended the
+  connection without leaving RTS (siw_qp_cm_drop, as above), so its own
+  later WRITE never completed and this QP flushed its READ. The sim reads
+  nothing and completes the READ. Stale memory cannot be matched: the
+  runner does not post such a READ in a siw comparison, on either side
+  ("not posted: siw reads through a stale SGE"). Exempted.
+- siw, a transmission cut short. siw fails the WR it is transmitting when
+  the connection's transmit side is suspended after one of its FPDUs,
+  which a TERMINATE received from the peer or the TCP close sets from
+  another context (siw_qp_tx.c siw_qp_sq_process; tools/fidelity/
+  races.tsv), so a WR still on its way when the peer ends the connection
+  completes LOC_QP_OP_ERR, or SUCCESS (nothing, unsignaled) if it got out
+  first. The most common siw divergence of a loaded machine. A divergence
+  that is only that, one WR's LOC_QP_OP_ERR against its success, calls,
+  other completions and bytes equal, is counted as racy
+  (`TransmitCutByTerminateRace` in tools/difftest/runner.h), as rxe's
+  local-or-remote race is.
 
 The first campaign ran seeds 0 to 9999 on each device (commit d928747,
 before the last four fixes above, two processes per device): sim:rxe vs
