@@ -153,6 +153,41 @@ TEST(TransmitCutByTerminateRace, OneWrsLocQpOpErrAgainstItsSuccess) {
   EXPECT_FALSE(TransmitCutByTerminateRace(sim, sim));
 }
 
+TEST(WedgedRequesterRace, OneQpSilentAgainstItsErrorAndFlushes) {
+  Trace sim;
+  sim.calls = {"0 post_send qp3 -> qp3 ok"};
+  sim.completions["qp1 send"] = {"wr 7 REM_ACCESS_ERR", "wr 17 WR_FLUSH_ERR"};
+  sim.completions["qp3 send"] = {"wr 24 REM_ACCESS_ERR", "wr 28 WR_FLUSH_ERR"};
+  sim.completions["qp3 recv"] = {"wr 29 WR_FLUSH_ERR"};
+  Trace dev = sim;
+  dev.completions.erase("qp3 send");
+  dev.completions.erase("qp3 recv");
+  EXPECT_TRUE(WedgedRequesterRace(sim, dev));
+  EXPECT_TRUE(WedgedRequesterRace(dev, sim));
+  // The receive queue may have had nothing to flush.
+  Trace no_recv = sim;
+  no_recv.completions.erase("qp3 recv");
+  EXPECT_TRUE(WedgedRequesterRace(no_recv, dev));
+  // Not when the silent QP completed anything, when the other one's send
+  // queue is not one error and flushes, or when anything else differs.
+  Trace some = dev;
+  some.completions["qp3 recv"] = {"wr 29 WR_FLUSH_ERR"};
+  EXPECT_FALSE(WedgedRequesterRace(sim, some));
+  Trace success = sim;
+  success.completions["qp3 send"][0] = "wr 24 SUCCESS RDMA_READ";
+  EXPECT_FALSE(WedgedRequesterRace(success, dev));
+  Trace two_errors = sim;
+  two_errors.completions["qp3 send"][1] = "wr 28 LOC_PROT_ERR";
+  EXPECT_FALSE(WedgedRequesterRace(two_errors, dev));
+  Trace other_qp = dev;
+  other_qp.completions["qp1 send"].pop_back();
+  EXPECT_FALSE(WedgedRequesterRace(sim, other_qp));
+  Trace bytes = dev;
+  bytes.bytes[1] = {1};
+  EXPECT_FALSE(WedgedRequesterRace(sim, bytes));
+  EXPECT_FALSE(WedgedRequesterRace(sim, sim));
+}
+
 // A WRITE that starts in its region and runs past its end: on siw the
 // part in the region is left out of the comparison (how much of it siw
 // places depends on the TCP segments), on rxe it is compared. A READ

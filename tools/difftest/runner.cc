@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <thread>
@@ -631,6 +632,70 @@ bool TransmitCutByTerminateRace(const Trace& a, const Trace& b) {
     ++cut;
   }
   return cut == 1;
+}
+
+namespace {
+
+// One error, then flushes only: what the QP completes when it is not
+// wedged.
+bool OneErrorThenFlushes(const std::vector<std::string>& send) {
+  for (size_t i = 0; i < send.size(); ++i) {
+    std::string wr, status;
+    if (!SplitErrorCompletion(send[i], &wr, &status)) return false;
+    if ((i == 0) == (status == "WR_FLUSH_ERR")) return false;
+  }
+  return !send.empty();
+}
+
+bool OnlyFlushes(const std::vector<std::string>& recv) {
+  for (const std::string& line : recv) {
+    std::string wr, status;
+    if (!SplitErrorCompletion(line, &wr, &status) ||
+        status != "WR_FLUSH_ERR") {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether `wedged` has no completion of `qp` and `done` has one error and
+// then flushes on its send queue and at most flushes on its receive queue.
+bool WedgedIn(const std::string& qp, const Trace& wedged, const Trace& done) {
+  static const std::vector<std::string> kNone;
+  const auto get = [](const Trace& t, const std::string& queue)
+      -> const std::vector<std::string>& {
+    const auto it = t.completions.find(queue);
+    return it == t.completions.end() ? kNone : it->second;
+  };
+  return get(wedged, qp + " send").empty() &&
+         get(wedged, qp + " recv").empty() &&
+         OneErrorThenFlushes(get(done, qp + " send")) &&
+         OnlyFlushes(get(done, qp + " recv"));
+}
+
+}  // namespace
+
+bool WedgedRequesterRace(const Trace& a, const Trace& b) {
+  if (a.calls != b.calls || a.bytes[0] != b.bytes[0] ||
+      a.bytes[1] != b.bytes[1]) {
+    return false;
+  }
+  std::set<std::string> queues;
+  for (const auto& [k, v] : a.completions) queues.insert(k);
+  for (const auto& [k, v] : b.completions) queues.insert(k);
+  std::string qp;  // the one QP whose queues differ
+  for (const std::string& queue : queues) {
+    const auto ia = a.completions.find(queue);
+    const auto ib = b.completions.find(queue);
+    const bool same = ia != a.completions.end() && ib != b.completions.end()
+                          ? ia->second == ib->second
+                          : false;
+    if (same) continue;
+    const std::string name = queue.substr(0, queue.find(' '));
+    if (!qp.empty() && qp != name) return false;
+    qp = name;
+  }
+  return !qp.empty() && (WedgedIn(qp, a, b) || WedgedIn(qp, b, a));
 }
 
 std::string Format(const Trace& trace) {

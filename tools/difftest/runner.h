@@ -74,6 +74,19 @@ bool LocalOrRemoteErrorRace(const Trace& a, const Trace& b);
 // (docs/fidelity.md, "Differential runs"; tools/fidelity/races.tsv).
 bool TransmitCutByTerminateRace(const Trace& a, const Trace& b);
 
+// Whether two traces differ only where rxe 6.1 wedges a requester: one QP
+// completes nothing at all in one trace, while in the other its send queue
+// holds one error and then flushes only (its receive queue, if anything,
+// flushes), and everything else, calls, other completions and bytes, is
+// equal. rxe's requester that fails a WR locally sets its own error state
+// while the QP still reports RTS; a NAK of an earlier READ or atomic that
+// arrives after that is dropped, so that WR never completes, the
+// completer never reaches the failed one, and nothing completes until the
+// QP is moved to ERR (docs/fidelity.md, "Differential runs": rxe_req.c's
+// `err` path, rxe_recv.c check_type_state). Whether the NAK comes first
+// depends on timing.
+bool WedgedRequesterRace(const Trace& a, const Trace& b);
+
 // The whole trace, for printing.
 std::string Format(const Trace& trace);
 

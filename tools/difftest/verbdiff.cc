@@ -19,7 +19,10 @@
 //                time; one that agrees on a rerun is counted as timing.
 //                Against rxe, a divergence that is only one WR's local
 //                error against a remote one is counted as racy on the
-//                device (LocalOrRemoteErrorRace in runner.h); against
+//                device (LocalOrRemoteErrorRace in runner.h), and so is
+//                one QP that completes nothing on rxe0 where the other
+//                trace has its error and flushes (WedgedRequesterRace);
+//                against
 //                siw, one WR's LOC_QP_OP_ERR against its success
 //                (TransmitCutByTerminateRace).
 //   --print      print the program of SEED and its trace on --a, and exit
@@ -236,6 +239,9 @@ int Main(int argc, char** argv) {
                LocalOrRemoteErrorRace(o.a, o.b)) {
       ++racy;
       label = "DIVERGES (racy on the device: a local or a remote error)";
+    } else if (with_known && rxe_races && WedgedRequesterRace(o.a, o.b)) {
+      ++racy;
+      label = "DIVERGES (racy on the device: a requester wedged)";
     } else if (with_known && siw_races &&
                TransmitCutByTerminateRace(o.a, o.b)) {
       ++racy;
