@@ -483,6 +483,26 @@ absl::StatusOr<Trace> RunProgram(const Program& program,
   return run.Go(spec);
 }
 
+namespace {
+
+// The completions of `queue` in `t`; empty when it has none.
+const std::vector<std::string>& CompletionsOf(const Trace& t,
+                                              const std::string& queue) {
+  static const std::vector<std::string> kNone;
+  const auto it = t.completions.find(queue);
+  return it == t.completions.end() ? kNone : it->second;
+}
+
+// Every queue that has completions in either trace.
+std::set<std::string> QueuesOf(const Trace& a, const Trace& b) {
+  std::set<std::string> queues;
+  for (const auto& [queue, lines] : a.completions) queues.insert(queue);
+  for (const auto& [queue, lines] : b.completions) queues.insert(queue);
+  return queues;
+}
+
+}  // namespace
+
 std::vector<std::string> Compare(const Trace& a, const Trace& b,
                                  const std::string& name_a,
                                  const std::string& name_b) {
@@ -496,17 +516,9 @@ std::vector<std::string> Compare(const Trace& a, const Trace& b,
                                     name_b, cb));
     }
   }
-  std::map<std::string, int> keys;
-  for (const auto& [k, v] : a.completions) keys[k] |= 1;
-  for (const auto& [k, v] : b.completions) keys[k] |= 2;
-  for (const auto& [k, bits] : keys) {
-    static const std::vector<std::string> kNone;
-    const auto ia = a.completions.find(k);
-    const auto ib = b.completions.find(k);
-    const std::vector<std::string>& va =
-        ia == a.completions.end() ? kNone : ia->second;
-    const std::vector<std::string>& vb =
-        ib == b.completions.end() ? kNone : ib->second;
+  for (const std::string& k : QueuesOf(a, b)) {
+    const std::vector<std::string>& va = CompletionsOf(a, k);
+    const std::vector<std::string>& vb = CompletionsOf(b, k);
     if (va != vb) {
       out.push_back(absl::StrFormat(
           "completions of %s: %s: [%s] | %s: [%s]", k, name_a,
@@ -612,18 +624,10 @@ bool TransmitCutByTerminateRace(const Trace& a, const Trace& b) {
       a.bytes[1] != b.bytes[1]) {
     return false;
   }
-  std::map<std::string, int> queues;
-  for (const auto& [k, v] : a.completions) queues[k] |= 1;
-  for (const auto& [k, v] : b.completions) queues[k] |= 2;
   int cut = 0;
-  for (const auto& [queue, bits] : queues) {
-    static const std::vector<std::string> kNone;
-    const auto ia = a.completions.find(queue);
-    const auto ib = b.completions.find(queue);
-    const std::vector<std::string>& va =
-        ia == a.completions.end() ? kNone : ia->second;
-    const std::vector<std::string>& vb =
-        ib == b.completions.end() ? kNone : ib->second;
+  for (const std::string& queue : QueuesOf(a, b)) {
+    const std::vector<std::string>& va = CompletionsOf(a, queue);
+    const std::vector<std::string>& vb = CompletionsOf(b, queue);
     if (va == vb) continue;
     if (!absl::EndsWith(queue, " send") ||
         !(OneWrCutShort(va, vb) || OneWrCutShort(vb, va))) {
@@ -661,16 +665,10 @@ bool OnlyFlushes(const std::vector<std::string>& recv) {
 // Whether `wedged` has no completion of `qp` and `done` has one error and
 // then flushes on its send queue and at most flushes on its receive queue.
 bool WedgedIn(const std::string& qp, const Trace& wedged, const Trace& done) {
-  static const std::vector<std::string> kNone;
-  const auto get = [](const Trace& t, const std::string& queue)
-      -> const std::vector<std::string>& {
-    const auto it = t.completions.find(queue);
-    return it == t.completions.end() ? kNone : it->second;
-  };
-  return get(wedged, qp + " send").empty() &&
-         get(wedged, qp + " recv").empty() &&
-         OneErrorThenFlushes(get(done, qp + " send")) &&
-         OnlyFlushes(get(done, qp + " recv"));
+  return CompletionsOf(wedged, qp + " send").empty() &&
+         CompletionsOf(wedged, qp + " recv").empty() &&
+         OneErrorThenFlushes(CompletionsOf(done, qp + " send")) &&
+         OnlyFlushes(CompletionsOf(done, qp + " recv"));
 }
 
 }  // namespace
@@ -680,17 +678,9 @@ bool WedgedRequesterRace(const Trace& a, const Trace& b) {
       a.bytes[1] != b.bytes[1]) {
     return false;
   }
-  std::set<std::string> queues;
-  for (const auto& [k, v] : a.completions) queues.insert(k);
-  for (const auto& [k, v] : b.completions) queues.insert(k);
   std::string qp;  // the one QP whose queues differ
-  for (const std::string& queue : queues) {
-    const auto ia = a.completions.find(queue);
-    const auto ib = b.completions.find(queue);
-    const bool same = ia != a.completions.end() && ib != b.completions.end()
-                          ? ia->second == ib->second
-                          : false;
-    if (same) continue;
+  for (const std::string& queue : QueuesOf(a, b)) {
+    if (CompletionsOf(a, queue) == CompletionsOf(b, queue)) continue;
     const std::string name = queue.substr(0, queue.find(' '));
     if (!qp.empty() && qp != name) return false;
     qp = name;
