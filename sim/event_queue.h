@@ -36,6 +36,8 @@ class EventQueue {
   size_t size() const { return heap_.size(); }
   // The time of the earliest event; the queue must not be empty.
   int64_t top_at_ns() const { return heap_.front().at_ns; }
+  // Events pushed so far (those popped are pushed() - size()).
+  uint64_t pushed() const { return next_seq_; }
 
   void PushCall(int64_t at_ns, std::function<void()> fn) {
     Push(at_ns, Kind::kCall, Take(&calls_, &free_calls_, std::move(fn)));

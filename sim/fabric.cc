@@ -88,6 +88,7 @@ bool Fabric::Step() {
   if (events_.empty()) return false;
   // The event may schedule more events: it leaves the queue first.
   const EventQueue::Head ev = events_.Pop();
+  ++steps_;
   now_ns_ = std::max(now_ns_, ev.at_ns);
   if (ev.kind == EventQueue::Kind::kCall) {
     events_.TakeCall(ev.slot)();
@@ -125,32 +126,16 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
       // The application is away (blocked on a descriptor, presumably):
       // move the fabric on for it, a batch at a time.
       Step();
-      if (++steps % 64 == 0) {
-        lock.unlock();
-        std::this_thread::yield();
-        lock.lock();
-      }
+      if (++steps % 64 == 0) YieldLock(lock);
       continue;
     }
     // Wait for the application's calls (or the grace) to change things.
+    NoteLockLeft(/*to_wait=*/true);
     cv_.wait_until(lock, absl::ToChronoTime(std::min(
                              deadline, now + absl::Milliseconds(1))));
+    NoteLockTaken();
   }
   return true;
-}
-
-void Fabric::AcquireSpinningFirst() {
-  // Not with a progress thread (the UDP transport): there the other taker
-  // is that thread or a thread of another process of the fabric, all
-  // sharing the cores, and a spin only delays the holder.
-  const int spins = has_progress_thread() ? 0 : 200;
-  for (int i = 0; i < spins; ++i) {
-    if (mu_.try_lock()) return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-  mu_.lock();
 }
 
 void Fabric::NoteThread() {
@@ -183,9 +168,11 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
       }
       if (done()) return true;
       if (!blocking || absl::Now() >= deadline) return false;
+      NoteLockLeft(/*to_wait=*/true);
       cv_.wait_until(lock, std::min(absl::ToChronoTime(deadline),
                                     std::chrono::system_clock::now() +
                                         std::chrono::milliseconds(1)));
+      NoteLockTaken();
     }
   }
   if (!blocking) {
@@ -227,10 +214,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
         Step();
         if (real_time && ++steps % 64 == 0) {
           if (absl::Now() >= real_deadline) return done();
-          // Let the other threads in.
-          lock.unlock();
-          std::this_thread::yield();
-          lock.lock();
+          YieldLock(lock);  // let the other threads in
         }
         continue;
       }
@@ -241,7 +225,9 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
     }
     // Idle, or frozen: only another thread can change anything now.
     if (absl::Now() >= real_deadline) return false;
+    NoteLockLeft(/*to_wait=*/true);
     cv_.wait_until(lock, absl::ToChronoTime(real_deadline));
+    NoteLockTaken();
   }
 }
 

@@ -178,14 +178,17 @@ class Fabric {
         fabric_.last_app_tid_.store(CurrentThreadTid(),
                                     std::memory_order_relaxed);
       }
-      fabric_.AcquireSpinningFirst();
+      fabric_.TakeLock();
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_, std::adopt_lock);
       // In real time (UDP transport) "now" is the wall clock of the call,
       // so that a timer armed by a post runs its full length.
       fabric_.SyncClock();
     }
     ~Lock() {
-      if (lock_.owns_lock()) lock_.unlock();
+      if (lock_.owns_lock()) {
+        fabric_.NoteLockLeft();
+        lock_.unlock();
+      }
       if (!helper_thread_) {
         fabric_.callers_.fetch_sub(1, std::memory_order_relaxed);
       }
@@ -199,11 +202,57 @@ class Fabric {
     std::unique_lock<std::mutex> lock_;
   };
 
-  // Takes mu(): in-process, a few microseconds of tries first, then a
-  // sleep. A verb holds it for well under a microsecond, so threads that
-  // call verbs at once (each on its own QP) mostly get it without the
-  // kernel, whose sleep and wake-up cost more than the verb.
-  void AcquireSpinningFirst();
+  // Takes mu() for a Lock (fabric_lock.cc). In-process, threads take turns
+  // of up to kLockTurnNs: a thread that finds the lock held by one that
+  // keeps calling in and doing work waits for that thread's turn to end
+  // instead of slipping in between two of its calls, so the fabric's data
+  // stays in one core's cache for a turn rather than moving on every call
+  // (docs/performance.md, "Threads"). A holder that stops calling in, or
+  // calls in without doing anything, lets the next thread in at once. With
+  // a progress thread (the UDP transport), and for a helper thread, a plain
+  // lock.
+  void TakeLock() {
+    // The thread that had the lock last takes it again at once unless
+    // another asked for a turn.
+    const uintptr_t me = CurrentThreadToken();
+    if (lock_holder_.load(std::memory_order_relaxed) == me &&
+        lock_turn_.load(std::memory_order_acquire) == 0 && !helper_thread_ &&
+        mu_.try_lock()) {
+      NoteLockTaken();
+      return;
+    }
+    TakeLockSlow(me);
+  }
+  void TakeLockSlow(uintptr_t me);
+  // The lock was taken (by a Lock, or again after a wait on cv_) and is
+  // about to be given up: what the threads waiting their turn watch.
+  // Both do nothing while no thread waits: a thread that starts waiting
+  // sees the state change within a look or two.
+  void NoteLockTaken() {
+    if (lock_waiters_.load(std::memory_order_relaxed) == 0) return;
+    lock_state_.store(lock_state_.load(std::memory_order_relaxed) | 1,
+                      std::memory_order_relaxed);
+  }
+  // `to_wait`: given up for a wait on cv_, which is no run of calls.
+  void NoteLockLeft(bool to_wait = false) {
+    if (lock_waiters_.load(std::memory_order_relaxed) == 0) return;
+    // A call that did no work right after one that did (a ReqNotify
+    // between two polls) is still part of a run of calls; two in a row
+    // (a spin on an empty CQ) are not.
+    const uint64_t work = WorkDone();
+    const bool did_now = work != lock_work_at_leave_;
+    lock_work_at_leave_ = work;
+    const uint64_t did = !to_wait && (did_now || lock_did_before_) ? 2 : 0;
+    lock_did_before_ = did_now;
+    const uint64_t releases =
+        (lock_state_.load(std::memory_order_relaxed) >> 2) + 1;
+    lock_state_.store(releases << 2 | did, std::memory_order_relaxed);
+  }
+  // Posts, and events scheduled or run: it changes when a call does work.
+  uint64_t WorkDone() const { return posts_ + events_.pushed() + steps_; }
+  // Gives up `lock` (a Lock's), yields the processor, and takes it again
+  // as TakeLock does: a long drive lets the other threads in.
+  void YieldLock(std::unique_lock<std::mutex>& lock);
 
   // Marks the calling thread as a helper: a thread of a front end (the
   // drop-in's event pumps) that waits for events on behalf of an
@@ -524,6 +573,7 @@ class Fabric {
   FaultPlan faults_;
   uint64_t registrations_ = 0;
   uint64_t posts_ = 0;
+  uint64_t steps_ = 0;  // events run (Step)
   uint64_t packets_sent_ = 0;
   Trace trace_;
   bool keep_packets_ = false;
@@ -532,6 +582,24 @@ class Fabric {
   std::thread::id first_thread_;
   bool multi_threaded_ = false;
   std::atomic<bool> has_progress_thread_{false};
+  // Turns at the lock (fabric_lock.cc). lock_state_ is written by the
+  // holder as it takes and gives up the lock, and read now and then by the
+  // threads waiting their turn, on a line of its own: bit 0 is set while
+  // held, bit 1 says whether the last holder's call or the one before did
+  // work (WorkDone changed), and the bits above count the releases. lock_turn_ names the
+  // thread whose turn is next (0: none; written only when a turn is asked
+  // for or begins), lock_holder_ the thread that took the lock last
+  // through the turns (written when that changes), lock_waiters_ counts
+  // the threads waiting for a turn, lock_turns_ counts the turns begun.
+  alignas(64) std::atomic<uint64_t> lock_state_{0};
+  uint64_t lock_work_at_leave_ = 0;  // under mu_: WorkDone then
+  bool lock_did_before_ = false;     // under mu_: the last call did work
+  alignas(64) std::atomic<uintptr_t> lock_turn_{0};
+  std::atomic<uintptr_t> lock_holder_{0};
+  std::atomic<int> lock_waiters_{0};  // threads in WaitForTurn
+  std::atomic<int64_t> lock_turn_asked_ns_{0};
+  std::atomic<uint64_t> lock_turns_{0};
+  void WaitForTurn(uintptr_t me);
   std::atomic<int> callers_{0};  // application threads only
   // Counts the application's calls (helpers excluded): a helper sees the
   // application away when no call is in progress (callers_) and this stays

@@ -1,13 +1,16 @@
 // The sim's progress model: nothing moves until someone polls, waits or runs
 // the fabric; the same calls give the same virtual time and packets; several
 // threads may post and poll.
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/endpoint.h"
+#include "core/names.h"
 #include "core/provider.h"
 #include "gtest/gtest.h"
 #include "sim/sim_provider.h"
@@ -156,6 +159,85 @@ TEST(SimProgress, PostAndPollFromSeveralThreads) {
   }
   receiver.join();
   EXPECT_EQ(src, dst);
+}
+
+// Two threads, each on a QP pair of its own on one fabric, one of them
+// calling in without a pause: the fabric lock goes by turns (a thread
+// keeps it for a run of calls while another waits), and the waiting thread
+// still gets its turns: both move on, neither loses or mixes up data.
+TEST(SimProgress, AThreadThatNeverPausesLeavesTurnsToAnother) {
+  auto provider = OpenProvider("sim");
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  auto busy_pair = CreateConnectedPair(**provider);
+  auto main_pair = CreateConnectedPair(**provider);
+  ASSERT_TRUE(busy_pair.ok() && main_pair.ok());
+  std::vector<uint64_t> busy_src(1), busy_dst(1), src(1), dst(1);
+  auto busy_smr = busy_pair->client->RegMsgs(busy_src.data(), 8);
+  auto busy_dmr = busy_pair->server->RegWrite(busy_dst.data(), 8);
+  auto smr = main_pair->client->RegMsgs(src.data(), 8);
+  auto dmr = main_pair->server->RegWrite(dst.data(), 8);
+  ASSERT_TRUE(busy_smr.ok() && busy_dmr.ok() && smr.ok() && dmr.ok());
+
+  // Writes `value` through `pair` and polls for its completion without
+  // ever blocking, as a busy program does.
+  auto write = [](EndpointPair& pair, uint64_t* from, Mr* mr, uint64_t* to,
+                  uint32_t rkey, uint64_t value) -> absl::Status {
+    *from = value;
+    absl::Status s =
+        pair.client->PostWrite(value, from, 8, mr, kSendSignaled,
+                               reinterpret_cast<uint64_t>(to), rkey);
+    if (!s.ok()) return s;
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    WorkCompletion wc;
+    while (true) {
+      absl::StatusOr<int> n = pair.client->send_cq()->Poll({&wc, 1});
+      if (!n.ok()) return n.status();
+      if (*n == 1) break;
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("write ", value, " never completed"));
+      }
+    }
+    if (wc.status != WcStatus::kSuccess || wc.wr_id != value) {
+      return absl::InternalError(absl::StrCat(
+          "write ", value, " completed as wr_id ", wc.wr_id, " with ",
+          WcStatusName(wc.status)));
+    }
+    if (*to != value) {
+      return absl::InternalError(
+          absl::StrCat("write ", value, " left ", *to, " in its target"));
+    }
+    return absl::OkStatus();
+  };
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> busy_done{0};
+  absl::Status busy_status;
+  std::thread busy([&] {
+    for (uint64_t v = 1; !stop.load(); ++v) {
+      busy_status = write(*busy_pair, busy_src.data(), busy_smr->get(),
+                          busy_dst.data(), (*busy_dmr)->rkey(), v);
+      if (!busy_status.ok()) return;
+      busy_done.store(v);
+    }
+  });
+  while (busy_done.load() < 100 && busy_status.ok()) std::this_thread::yield();
+
+  // Enough writes to span many turns of the busy thread.
+  constexpr uint64_t kWrites = 5000;
+  const uint64_t busy_before = busy_done.load();
+  absl::Status status;
+  for (uint64_t v = 1; v <= kWrites && status.ok(); ++v) {
+    status = write(*main_pair, src.data(), smr->get(), dst.data(),
+                   (*dmr)->rkey(), v);
+  }
+  const uint64_t busy_after = busy_done.load();
+  stop.store(true);
+  busy.join();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(busy_status.ok()) << busy_status;
+  EXPECT_GT(busy_after, busy_before)
+      << "the busy thread never had a turn while this one wrote";
 }
 
 // The helpers' test of an application thread (Fabric::HelperWait): the
