@@ -14,6 +14,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "sim/fabric.h"
 #include "sim/transport.h"
 
@@ -22,14 +23,32 @@ namespace {
 
 constexpr uint64_t kChunk = 64;
 
-// Places the chunks of pending write `c`.
-void Place(const PendingChunk& c) {
-  for (uint32_t index : c.left) {
-    const uint64_t off = uint64_t{index} * kChunk;
-    const uint64_t n = std::min<uint64_t>(kChunk, c.bytes.size() - off);
-    std::memcpy(reinterpret_cast<void*>(c.va + off), c.bytes.data() + off, n);
+using ChunkMask = absl::InlinedVector<uint64_t, 1>;
+
+// Copies the chunks of `bytes` whose bits are set in `mask` to `va`, a run
+// of neighbouring chunks at a time. The order of the copies is not seen:
+// they all land within one event.
+void CopyChunks(uint64_t va, const Payload& bytes, const ChunkMask& mask) {
+  for (size_t w = 0; w < mask.size(); ++w) {
+    uint64_t bits = mask[w];
+    while (bits != 0) {
+      const int first = __builtin_ctzll(bits);
+      const uint64_t from_first = bits >> first;
+      const int run = from_first == ~uint64_t{0}
+                          ? 64 - first
+                          : __builtin_ctzll(~from_first);
+      const uint64_t off = (uint64_t{w} * 64 + first) * kChunk;
+      const uint64_t end = std::min<uint64_t>(
+          off + static_cast<uint64_t>(run) * kChunk, bytes.size());
+      std::memcpy(reinterpret_cast<void*>(va + off), bytes.data() + off,
+                  end - off);
+      bits = run == 64 ? 0 : bits & ~(((uint64_t{1} << run) - 1) << first);
+    }
   }
 }
+
+// Places the chunks of pending write `c`.
+void Place(const PendingChunk& c) { CopyChunks(c.va, c.bytes, c.left); }
 
 // Once nothing is pending, what waited for the data runs, in order.
 void RunAfterPlacement(QpCore& qp) {
@@ -70,22 +89,28 @@ void PlaceInChunks(QpCore& qp, uint64_t va, Payload&& data,
   Fabric* fabric = qp.node->fabric;
   const uint32_t chunks =
       static_cast<uint32_t>((data.size() + kChunk - 1) / kChunk);
-  std::vector<uint32_t> order(chunks);
+  absl::InlinedVector<uint32_t, 64> order(chunks);
   for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), rng);
   // (A single chunk here is one chosen to land late.)
   const uint32_t now_count =
       chunks == 1 ? 0 : static_cast<uint32_t>(rng() % (chunks + 1));
+  // The first now_count chunks of the shuffled order land now: which ones
+  // is what the draws decide, and the rest land later.
+  ChunkMask now_mask((chunks + 63) / 64, 0);
   for (uint32_t i = 0; i < now_count; ++i) {
-    const uint64_t off = uint64_t{order[i]} * kChunk;
-    const uint64_t n = std::min<uint64_t>(kChunk, data.size() - off);
-    std::memcpy(reinterpret_cast<void*>(va + off), data.data() + off, n);
+    now_mask[order[i] / 64] |= uint64_t{1} << (order[i] % 64);
   }
+  CopyChunks(va, data, now_mask);
   if (now_count == chunks) return;
   PendingChunk pending;
   pending.va = va;
   pending.bytes = std::move(data);
-  pending.left.assign(order.begin() + now_count, order.end());
+  pending.left = std::move(now_mask);
+  for (uint64_t& word : pending.left) word = ~word;
+  if (chunks % 64 != 0) {
+    pending.left.back() &= (uint64_t{1} << (chunks % 64)) - 1;
+  }
   pending.due_ns = fabric->now_ns() + 5 + static_cast<int64_t>(rng() % spread);
   const int64_t due = pending.due_ns;
   qp.placements.push_back(std::move(pending));

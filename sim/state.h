@@ -198,7 +198,9 @@ struct SendWqe {
 struct PendingChunk {
   uint64_t va = 0;
   Payload bytes;
-  std::vector<uint32_t> left;
+  // The 64-byte chunks of `bytes` still to land: bit i % 64 of word i / 64
+  // (one word for a 4 KiB packet).
+  absl::InlinedVector<uint64_t, 1> left;
   int64_t due_ns = 0;
 };
 
