@@ -202,15 +202,15 @@ class Fabric {
     std::unique_lock<std::mutex> lock_;
   };
 
-  // Takes mu() for a Lock (fabric_lock.cc). In-process, threads take turns
-  // of up to kLockTurnNs: a thread that finds the lock held by one that
-  // keeps calling in and doing work waits for that thread's turn to end
-  // instead of slipping in between two of its calls, so the fabric's data
-  // stays in one core's cache for a turn rather than moving on every call
-  // (docs/performance.md, "Threads"). A holder that stops calling in, or
-  // calls in without doing anything, lets the next thread in at once. With
-  // a progress thread (the UDP transport), and for a helper thread, a plain
-  // lock.
+  // Takes mu() for a Lock (fabric_lock.cc). In-process, threads take
+  // turns: a thread that finds the lock busy with another thread's run of
+  // calls that do work waits (up to kLockTurnNs, then it asks for the next
+  // turn) instead of slipping in between two of those calls, so the
+  // fabric's data stays in one core's cache for a turn rather than moving
+  // on every call (docs/performance.md, "Threads"). When the holder stops
+  // calling in, or its calls do nothing, the waiting thread takes the lock
+  // once it is free. With a progress thread (the UDP transport), and for a
+  // helper thread, a plain lock.
   void TakeLock() {
     // The thread that had the lock last takes it again at once unless
     // another asked for a turn.
@@ -354,6 +354,9 @@ class Fabric {
   // across fork(), so the child's copy is consistent.
   void LockForFork();
   void UnlockAfterFork();
+  // pthread_atfork's child handler: UnlockAfterFork, with the lock's turns
+  // (TakeLock) forgotten, since they name the parent's threads.
+  void UnlockInChildAfterFork();
   // Datagrams the UDP transport refused: malformed or truncated (not a
   // RoCEv2 packet of the sim), or for a node that is not local. A bad ICRC
   // counts as the node's icrc_errors instead.
@@ -583,14 +586,15 @@ class Fabric {
   bool multi_threaded_ = false;
   std::atomic<bool> has_progress_thread_{false};
   // Turns at the lock (fabric_lock.cc). lock_state_ is written by the
-  // holder as it takes and gives up the lock, and read now and then by the
-  // threads waiting their turn, on a line of its own: bit 0 is set while
-  // held, bit 1 says whether the last holder's call or the one before did
-  // work (WorkDone changed), and the bits above count the releases. lock_turn_ names the
-  // thread whose turn is next (0: none; written only when a turn is asked
-  // for or begins), lock_holder_ the thread that took the lock last
-  // through the turns (written when that changes), lock_waiters_ counts
-  // the threads waiting for a turn, lock_turns_ counts the turns begun.
+  // holder as it takes and gives up the lock while a thread waits, and read
+  // now and then by the waiting threads, on a line of its own: bit 0 is set
+  // while held, bit 1 says whether the holder's last call or the one
+  // before did work (WorkDone changed), and the bits above count the
+  // releases. On a line the holder only reads: lock_turn_ names the thread
+  // whose turn is next (0: none; written when a turn is asked for, taken
+  // or voided), lock_holder_ the thread that last took the lock through
+  // TakeLockSlow, lock_waiters_ counts the threads waiting for a turn, and
+  // lock_turns_ counts the turns begun.
   alignas(64) std::atomic<uint64_t> lock_state_{0};
   uint64_t lock_work_at_leave_ = 0;  // under mu_: WorkDone then
   bool lock_did_before_ = false;     // under mu_: the last call did work
@@ -600,6 +604,7 @@ class Fabric {
   std::atomic<int64_t> lock_turn_asked_ns_{0};
   std::atomic<uint64_t> lock_turns_{0};
   void WaitForTurn(uintptr_t me);
+  void TakeAskedTurn(uintptr_t me);
   std::atomic<int> callers_{0};  // application threads only
   // Counts the application's calls (helpers excluded): a helper sees the
   // application away when no call is in progress (callers_) and this stays

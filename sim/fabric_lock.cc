@@ -18,20 +18,25 @@
 namespace verbsim::sim {
 namespace {
 
-// How long a holder that keeps calling in has the lock to itself while
-// another thread waits; the cost of a change of hands (the data moving to
-// the other core) is then a small part of a turn.
+// How long a thread waits for a holder that keeps calling in and doing
+// work before it asks for the next turn; the cost of a change of hands
+// (the data moving to the other core) is then a small part of a turn.
 constexpr int64_t kLockTurnNs = 1'000'000;
 // A holder whose last call did work (Fabric::WorkDone) and that has not
-// called in again for this long has left; one whose last call did none
-// (e.g. a poll of a CQ that stays empty, with nothing left to run) is let
-// go at once.
+// called in again for this long has left. One whose last two calls did
+// none (e.g. polls of a CQ that stays empty, with nothing left to run) is
+// not in a run of calls: a waiting thread takes the lock as soon as it is
+// free.
 constexpr int64_t kLockBusyNs = 20'000;
 // How often a waiting thread looks at the holder's line; each look costs
 // the holder a cache miss on its next write.
 constexpr int64_t kLookEveryNs = 10'000;
-// A turn asked for by a thread that has not taken it in this long is void
-// (the asking thread is gone: a fork(2) child has only the forking thread).
+// A thread whose turn has come tries the lock this long before it sleeps
+// in the kernel until the lock is free (no other thread takes it first,
+// except those that take it plainly: helpers, RunFor and the like).
+constexpr int64_t kTurnSpinNs = 50'000;
+// A turn asked for and not taken in this long is void: its thread is
+// stuck, or the lock was held that long.
 constexpr int64_t kTurnRequestLapseNs = 50'000'000;
 
 void Pause() {
@@ -41,7 +46,9 @@ void Pause() {
 }
 
 // Waits about `ns` of real time, letting another thread of this processor
-// run first (more threads than cores: the holder may be one of them).
+// run first (more threads than cores: the holder may be one of them), then
+// spinning (a yield in every round measured slower with two threads on two
+// cores).
 void WaitAbout(int64_t ns) {
   const int64_t until = MonotonicNs() + ns;
   std::this_thread::yield();
@@ -74,61 +81,76 @@ void Fabric::TakeLockSlow(uintptr_t me) {
 
 void Fabric::WaitForTurn(uintptr_t me) {
   int64_t now = MonotonicNs();
-  int64_t turn_began_ns = now;  // the holder's turn, as far as seen here
+  // Since this thread began to wait, or another thread's turn began.
+  int64_t waiting_since_ns = now;
   uint64_t turns = lock_turns_.load(std::memory_order_relaxed);
   uint64_t state = lock_state_.load(std::memory_order_relaxed);
   int64_t state_seen_ns = now;
   bool asked = false;
   while (true) {
     uintptr_t turn = lock_turn_.load(std::memory_order_acquire);
-    if (turn != 0 && turn != me &&
-        now - lock_turn_asked_ns_.load(std::memory_order_relaxed) >
-            kTurnRequestLapseNs &&
-        lock_turn_.compare_exchange_strong(turn, 0)) {
-      turn = 0;
+    if (asked && turn == me) {
+      TakeAskedTurn(me);
+      return;
     }
-    if (asked && turn != me) asked = false;  // lapsed and voided
-    if (asked) {
-      // Our turn: the other takers leave the lock to us once it is free.
-      for (int i = 0; i < 64; ++i) {
-        if (mu_.try_lock()) {
-          lock_turn_.store(0, std::memory_order_release);
-          lock_turns_.fetch_add(1, std::memory_order_relaxed);
-          return;
-        }
-        Pause();
-      }
-      std::this_thread::yield();
-      now = MonotonicNs();
+    asked = false;  // (a lapse voided it)
+    if (turn != 0 &&
+        (turn == me ||  // a request this thread did not make: void
+         now - lock_turn_asked_ns_.load(std::memory_order_relaxed) >
+             kTurnRequestLapseNs)) {
+      lock_turn_.compare_exchange_strong(turn, 0);
       continue;
     }
     const uint64_t turns_now = lock_turns_.load(std::memory_order_relaxed);
-    if (turns_now != turns) {  // another thread's turn began
+    if (turns_now != turns) {
       turns = turns_now;
-      turn_began_ns = now;
+      waiting_since_ns = now;
     }
     const uint64_t state_now = lock_state_.load(std::memory_order_relaxed);
     if (state_now != state) {
       state = state_now;
       state_seen_ns = now;
     }
-    // Held, or given up by a call that did work a moment ago: the holder
-    // is in a run of calls.
-    const bool busy = (state & 1) != 0 ||
-                      ((state & 2) != 0 && now - state_seen_ns < kLockBusyNs);
-    if (turn == 0 && !busy && mu_.try_lock()) {
-      lock_turns_.fetch_add(1, std::memory_order_relaxed);
-      return;
+    // In a run of calls that do work: held, or given up a moment ago.
+    const bool busy =
+        (state & 2) != 0 &&
+        ((state & 1) != 0 || now - state_seen_ns < kLockBusyNs);
+    if (turn == 0 && !busy) {
+      for (int i = 0; i < 64; ++i) {
+        if (mu_.try_lock()) {
+          lock_turns_.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        for (int j = 0; j < 8; ++j) Pause();
+      }
     }
-    if (turn == 0 && now - turn_began_ns >= kLockTurnNs &&
-        lock_turn_.compare_exchange_strong(turn, me)) {
+    if (turn == 0 && now - waiting_since_ns >= kLockTurnNs) {
       lock_turn_asked_ns_.store(now, std::memory_order_relaxed);
-      asked = true;
-      continue;
+      uintptr_t none = 0;
+      if (lock_turn_.compare_exchange_strong(none, me)) {
+        asked = true;
+        continue;
+      }
     }
     WaitAbout(kLookEveryNs);
     now = MonotonicNs();
   }
+}
+
+void Fabric::TakeAskedTurn(uintptr_t me) {
+  // The other takers leave the lock to this thread once it is free.
+  const int64_t spin_until = MonotonicNs() + kTurnSpinNs;
+  bool taken = false;
+  while (!taken && MonotonicNs() < spin_until) {
+    for (int i = 0; i < 64 && !taken; ++i) {
+      taken = mu_.try_lock();
+      if (!taken) Pause();
+    }
+  }
+  if (!taken) mu_.lock();
+  uintptr_t mine = me;
+  lock_turn_.compare_exchange_strong(mine, 0);
+  lock_turns_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Fabric::YieldLock(std::unique_lock<std::mutex>& lock) {

@@ -206,6 +206,16 @@ void Fabric::UnlockAfterFork() {
   rx_mu_.unlock();
 }
 
+void Fabric::UnlockInChildAfterFork() {
+  // The child has the forking thread only: no turn asked for, no thread
+  // waiting, none holding (fabric_lock.cc).
+  lock_turn_.store(0, std::memory_order_relaxed);
+  lock_waiters_.store(0, std::memory_order_relaxed);
+  lock_holder_.store(0, std::memory_order_relaxed);
+  lock_state_.store(0, std::memory_order_relaxed);
+  UnlockAfterFork();
+}
+
 uint64_t Fabric::udp_foreign() {
   std::lock_guard<std::mutex> lock(mu_);
   return udp_foreign_ + (udp_ != nullptr ? udp_->foreign() : 0);

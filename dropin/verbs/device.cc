@@ -160,7 +160,7 @@ void ForkParent() {
 }
 void ForkChild() {
   if (sim::Fabric* f = SimFabric()) {
-    f->UnlockAfterFork();
+    f->UnlockInChildAfterFork();
     if (f->real_time()) {
       f->AbandonAfterFork();
       provider = nullptr;  // the parent's; never destroyed here
