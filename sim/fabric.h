@@ -215,19 +215,20 @@ class Fabric {
     // The thread that had the lock last takes it again at once unless
     // another asked for a turn.
     const uintptr_t me = CurrentThreadToken();
+    // (Never a helper: TakeLockSlow does not record one as the holder.)
     if (lock_holder_.load(std::memory_order_relaxed) == me &&
-        lock_turn_.load(std::memory_order_acquire) == 0 && !helper_thread_ &&
-        mu_.try_lock()) {
+        lock_turn_.load(std::memory_order_acquire) == 0 && mu_.try_lock()) {
       NoteLockTaken();
       return;
     }
     TakeLockSlow(me);
   }
   void TakeLockSlow(uintptr_t me);
-  // The lock was taken (by a Lock, or again after a wait on cv_) and is
-  // about to be given up: what the threads waiting their turn watch.
-  // Both do nothing while no thread waits: a thread that starts waiting
-  // sees the state change within a look or two.
+  // NoteLockTaken: the lock was just taken (by a Lock, or again after a
+  // wait on cv_); NoteLockLeft: it is about to be given up. They keep
+  // lock_state_, which the threads waiting their turn watch, and do nothing
+  // while no thread waits: one that starts waiting sees the state change
+  // within a look or two.
   void NoteLockTaken() {
     if (lock_waiters_.load(std::memory_order_relaxed) == 0) return;
     lock_state_.store(lock_state_.load(std::memory_order_relaxed) | 1,
