@@ -11,11 +11,12 @@
 // (docs/ordering.md rules W1-W3).
 #include <algorithm>
 #include <cstring>
-#include <random>
+#include <memory>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "sim/fabric.h"
+#include "sim/random_order.h"
 #include "sim/transport.h"
 
 namespace verbsim::sim {
@@ -89,17 +90,30 @@ void PlaceInChunks(QpCore& qp, uint64_t va, Payload&& data,
   Fabric* fabric = qp.node->fabric;
   const uint32_t chunks =
       static_cast<uint32_t>((data.size() + kChunk - 1) / kChunk);
-  absl::InlinedVector<uint32_t, 64> order(chunks);
+  // A 4 KiB packet has 64 chunks: its order and mask live on the stack.
+  uint32_t small_order[64];
+  std::unique_ptr<uint32_t[]> large_order;
+  uint32_t* order = small_order;
+  if (chunks > 64) {
+    large_order.reset(new uint32_t[chunks]);
+    order = large_order.get();
+  }
   for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
-  std::shuffle(order.begin(), order.end(), rng);
+  RandomOrder(order, chunks, rng);
   // (A single chunk here is one chosen to land late.)
   const uint32_t now_count =
       chunks == 1 ? 0 : static_cast<uint32_t>(rng() % (chunks + 1));
   // The first now_count chunks of the shuffled order land now: which ones
   // is what the draws decide, and the rest land later.
   ChunkMask now_mask((chunks + 63) / 64, 0);
-  for (uint32_t i = 0; i < now_count; ++i) {
-    now_mask[order[i] / 64] |= uint64_t{1} << (order[i] % 64);
+  if (chunks <= 64) {
+    uint64_t word = 0;
+    for (uint32_t i = 0; i < now_count; ++i) word |= uint64_t{1} << order[i];
+    now_mask[0] = word;
+  } else {
+    for (uint32_t i = 0; i < now_count; ++i) {
+      now_mask[order[i] / 64] |= uint64_t{1} << (order[i] % 64);
+    }
   }
   CopyChunks(va, data, now_mask);
   if (now_count == chunks) return;
@@ -114,12 +128,18 @@ void PlaceInChunks(QpCore& qp, uint64_t va, Payload&& data,
   pending.due_ns = fabric->now_ns() + 5 + static_cast<int64_t>(rng() % spread);
   const int64_t due = pending.due_ns;
   qp.placements.push_back(std::move(pending));
-  const uint64_t generation = qp.placement_generation;
+  // The event's capture fits std::function's inline storage (16 bytes):
+  // the QP number and the low half of the generation, which cannot wrap
+  // within the microsecond the event waits.
+  const uint64_t qpn_generation =
+      uint64_t{qp.qpn} << 32 | static_cast<uint32_t>(qp.placement_generation);
   Node* node = qp.node;
-  const uint32_t qpn = qp.qpn;
-  fabric->Schedule(due, [node, qpn, generation]() {
-    QpCore* q = node->FindQp(qpn);
-    if (q == nullptr || q->placement_generation != generation) return;
+  fabric->Schedule(due, [node, qpn_generation]() {
+    QpCore* q = node->FindQp(static_cast<uint32_t>(qpn_generation >> 32));
+    if (q == nullptr || static_cast<uint32_t>(q->placement_generation) !=
+                            static_cast<uint32_t>(qpn_generation)) {
+      return;
+    }
     PlaceDue(*q);
   });
 }
