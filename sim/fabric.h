@@ -557,6 +557,12 @@ class Fabric {
   // Links with a model of their own, keyed (min node, max node).
   absl::flat_hash_map<std::pair<int, int>, LinkModel> links_;
   const LinkModel& LinkBetween(int a, int b) const;
+  // link.latency in ns (the default link's and the jitter are converted
+  // once: options_ does not change after construction).
+  int64_t LatencyNs(const LinkModel& link) const;
+  const int64_t default_latency_ns_ =
+      absl::ToInt64Nanoseconds(options_.link.latency);
+  const int64_t jitter_ns_ = absl::ToInt64Nanoseconds(options_.jitter);
   // When each QP-to-QP flow last delivered, so jitter keeps a flow in order.
   absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
@@ -568,6 +574,8 @@ class Fabric {
   };
   Streams streams_;
   bool frozen_ = false;  // Freeze()
+  // Nodes crashed plus ports down: while 0, no packet meets either.
+  int nodes_down_ = 0;
   std::map<Gid, std::vector<std::pair<int, uint32_t>>> mcast_;
   std::map<std::pair<Gid, int>, int> mcast_ip_joins_;  // (gid, node): count
   // Members and IP joins announced to the other processes (UDP transport).

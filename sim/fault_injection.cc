@@ -16,19 +16,21 @@ namespace verbsim::sim {
 bool Fabric::ApplyPacketFaults(const Packet& p, int64_t* extra_ns,
                                int* copies, bool* corrupt, bool* bypass_fifo,
                                std::string* lost) {
-  auto node_down = [&](int n) {
-    return n >= 0 && n < num_nodes() && nodes_[n]->crashed;
-  };
-  if (node_down(p.src_node) || node_down(p.dst_node)) {
-    *lost = "node down";
-    return false;
-  }
-  auto port_down = [&](int n) {
-    return n >= 0 && n < num_nodes() && nodes_[n]->port_down;
-  };
-  if (port_down(p.src_node) || port_down(p.dst_node)) {
-    *lost = "port down";
-    return false;
+  if (nodes_down_ > 0) {
+    auto node_down = [&](int n) {
+      return n >= 0 && n < num_nodes() && nodes_[n]->crashed;
+    };
+    if (node_down(p.src_node) || node_down(p.dst_node)) {
+      *lost = "node down";
+      return false;
+    }
+    auto port_down = [&](int n) {
+      return n >= 0 && n < num_nodes() && nodes_[n]->port_down;
+    };
+    if (port_down(p.src_node) || port_down(p.dst_node)) {
+      *lost = "port down";
+      return false;
+    }
   }
   for (const LinkDown& l : faults_.links) {
     const bool on_link = (p.src_node == l.a && p.dst_node == l.b) ||
@@ -212,6 +214,7 @@ absl::Status Fabric::SetPortState(int node, bool up) {
   Node& n = *nodes_[node];
   if (n.port_down == !up) return absl::OkStatus();
   n.port_down = !up;
+  nodes_down_ += up ? -1 : 1;
   RecordLocalFault(node, 0, up ? "port up" : "port down");
   AsyncEvent ev;
   ev.type = up ? AsyncEventType::kPortActive : AsyncEventType::kPortErr;
@@ -227,6 +230,7 @@ void Fabric::CrashNode(int node) {
   Node& n = *nodes_[node];
   if (n.crashed) return;
   n.crashed = true;
+  ++nodes_down_;
   RecordLocalFault(node, 0, "fault: node crashed");
   std::vector<uint32_t> qpns;
   for (const auto& [qpn, qp] : n.qps) qpns.push_back(qpn);

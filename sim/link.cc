@@ -75,7 +75,7 @@ void Fabric::Transmit(Packet&& packet) {
   int64_t& free_ns = link_free_ns_[{packet.src_node, packet.dst_node}];
   const int64_t start = std::max(now_ns_, free_ns);
   free_ns = start + serialise_ns;
-  int64_t arrive = free_ns + absl::ToInt64Nanoseconds(link.latency);
+  int64_t arrive = free_ns + LatencyNs(link);
   // An iWARP FPDU rides a TCP stream, which cuts it to the link's MTU
   // itself: only an InfiniBand or RoCE packet can be too long for a link.
   const bool rides_tcp = profile().iwarp.tcp_segment_bytes > 0;
@@ -86,7 +86,7 @@ void Fabric::Transmit(Packet&& packet) {
     });
     return;
   }
-  const int64_t jitter = absl::ToInt64Nanoseconds(options_.jitter);
+  const int64_t jitter = jitter_ns_;
   if (jitter > 0) {
     arrive += static_cast<int64_t>(streams_.jitter() %
                                    static_cast<uint64_t>(jitter + 1));
@@ -129,6 +129,9 @@ void Fabric::Transmit(Packet&& packet) {
 }
 
 bool Fabric::LeavesProcess(const Packet& packet) const {
+  // A fabric made without the UDP transport has no remote node and never
+  // starts it (StartUdp needs a base port).
+  if (options_.udp.base_port == 0) return false;
   if (packet.dst_node < 0 || packet.dst_node >= num_nodes()) return false;
   if (nodes_[packet.dst_node]->remote) return true;
   return udp_ != nullptr && QpnSlot(packet.dst_qpn) != process_slot_;
@@ -249,6 +252,11 @@ int64_t Fabric::AnswerDueNs(int src, int dst) const {
   const int64_t back = std::max(arrive, free_at(dst, src)) +
                        static_cast<int64_t>(58 * 8.0 / link.gbit_per_s);
   return back + one_way + 1000;
+}
+
+int64_t Fabric::LatencyNs(const LinkModel& link) const {
+  return &link == &options_.link ? default_latency_ns_
+                                 : absl::ToInt64Nanoseconds(link.latency);
 }
 
 const LinkModel& Fabric::LinkBetween(int a, int b) const {
