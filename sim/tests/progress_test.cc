@@ -223,11 +223,18 @@ TEST(SimProgress, AThreadThatNeverPausesLeavesTurnsToAnother) {
   });
   while (busy_done.load() < 100 && busy_status.ok()) std::this_thread::yield();
 
-  // Enough writes to span many turns of the busy thread.
+  // Enough writes to span many turns of the busy thread, and on until it
+  // has had one: on a loaded machine the scheduler may not run the busy
+  // thread at all during the first few milliseconds. A lock that never
+  // gives it a turn keeps it at `busy_before` to the deadline.
   constexpr uint64_t kWrites = 5000;
   const uint64_t busy_before = busy_done.load();
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
   absl::Status status;
-  for (uint64_t v = 1; v <= kWrites && status.ok(); ++v) {
+  for (uint64_t v = 1; status.ok() &&
+                       (v <= kWrites || (busy_done.load() == busy_before &&
+                                         absl::Now() < deadline));
+       ++v) {
     status = write(*main_pair, src.data(), smr->get(), dst.data(),
                    (*dmr)->rkey(), v);
   }
