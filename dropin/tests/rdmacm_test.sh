@@ -232,17 +232,28 @@ expect "${work}/xclient_rxe.server" 1 'rdma_xserver: end 0$'
 # mckey: a receiver on sim0 and a sender on sim1 in two processes join a
 # multicast group through rdma_cm (the devices shared, local=all); the
 # sender's 5 datagrams to the group reach the receiver, which counts them.
+# Datagrams sent before the receiver joined are lost (as on hardware), so
+# the sender starts once the receiver says it receives; the receiver's
+# stdout is line-buffered for that (a file is fully buffered, and the line
+# would show only at its exit).
 udp="${next_port}"
 next_port=$(( next_port + 40 ))
 VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=all" \
-  run_bounded 30 /usr/bin/mckey -m 239.1.2.3 -b 127.0.1.1 -C 5 \
+  run_bounded 60 stdbuf -oL /usr/bin/mckey -m 239.1.2.3 -b 127.0.1.1 -C 5 \
   >"${work}/mckey.server" 2>&1 &
 mckey_server=$!
 pids+=("${mckey_server}")
-for (( i = 0; i < 100; i++ )); do
-  grep -q '^receiving data transfers' "${work}/mckey.server" && break
+ready=0
+deadline=$(( SECONDS + 40 ))
+while (( SECONDS < deadline )); do
+  grep -q '^receiving data transfers' "${work}/mckey.server" && { ready=1; break; }
+  kill -0 "${mckey_server}" 2>/dev/null || break
   sleep 0.1
 done
+[[ ${ready} -eq 1 ]] || {
+  cat "${work}/mckey.server"
+  fail "mckey: the receiver did not reach 'receiving data transfers'"
+}
 VERBSIM_NODES=2 VERBSIM_UDP="udp=${udp},local=all" \
   run_bounded 30 /usr/bin/mckey -m 239.1.2.3 -b 127.0.1.2 -s -C 5 \
   >"${work}/mckey.client" 2>&1
