@@ -96,7 +96,7 @@ class SimContext : public Context {
     if (st_->dead) return Errno(EINVAL, "context %s is closed", attr_.name);
     fabric_->DriveUntil(
         lock, [this] { return !st_->async_events.empty(); }, timeout,
-        /*blocking=*/true);
+        /*blocking=*/true, Fabric::WaitFor::kAsyncEvent);
     if (st_->async_events.empty()) {
       return Errno(ETIMEDOUT, "no async event on %s within %s", attr_.name,
                    absl::FormatDuration(timeout));

@@ -133,7 +133,7 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
       cq.channel->events.push_back(cq.shared_from_this());
     }
   }
-  fabric->Wake();
+  fabric->WakeForCompletion();
 }
 
 }  // namespace verbsim::sim

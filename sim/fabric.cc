@@ -101,7 +101,7 @@ bool Fabric::Step() {
 }
 
 bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
-                        absl::Duration timeout) {
+                        absl::Duration timeout, std::condition_variable& cv) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
   const absl::Time deadline = absl::Now() + timeout;
   uint64_t seen_calls = app_calls_.load(std::memory_order_relaxed);
@@ -131,8 +131,8 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
     }
     // Wait for the application's calls (or the grace) to change things.
     NoteLockLeft(/*to_wait=*/true);
-    cv_.wait_until(lock, absl::ToChronoTime(std::min(
-                             deadline, now + absl::Milliseconds(1))));
+    cv.wait_until(lock, absl::ToChronoTime(std::min(
+                            deadline, now + absl::Milliseconds(1))));
     NoteLockTaken();
   }
   return true;
@@ -151,16 +151,24 @@ void Fabric::NoteThread() {
 }
 
 bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
-                        absl::Duration timeout, bool blocking) {
+                        absl::Duration timeout, bool blocking,
+                        WaitFor wait_for) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
+  std::condition_variable& cv =
+      wait_for == WaitFor::kAsyncEvent ? async_cv_ : cv_;
   if (helper_thread_ && blocking && udp_ == nullptr) {
-    return HelperWait(fabric_lock, done, timeout);
+    return HelperWait(fabric_lock, done, timeout, cv);
   }
   NoteThread();
   if (udp_ != nullptr) {
     // Real time (UDP transport): run what is due by the wall clock; the
     // progress thread runs the rest and the datagrams, and wakes us.
     const absl::Time deadline = absl::Now() + timeout;
+    // The periodic look is a safety net (whatever the waiter awaits wakes
+    // it); a thread that waits for an async event only looks less often.
+    const auto period = wait_for == WaitFor::kAsyncEvent
+                            ? std::chrono::milliseconds(10)
+                            : std::chrono::milliseconds(1);
     while (true) {
       SyncClock();
       while (!done() && !events_.empty() && events_.top_at_ns() <= now_ns_) {
@@ -169,9 +177,8 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
       if (done()) return true;
       if (!blocking || absl::Now() >= deadline) return false;
       NoteLockLeft(/*to_wait=*/true);
-      cv_.wait_until(lock, std::min(absl::ToChronoTime(deadline),
-                                    std::chrono::system_clock::now() +
-                                        std::chrono::milliseconds(1)));
+      cv.wait_until(lock, std::min(absl::ToChronoTime(deadline),
+                                   std::chrono::system_clock::now() + period));
       NoteLockTaken();
     }
   }
@@ -226,7 +233,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
     // Idle, or frozen: only another thread can change anything now.
     if (absl::Now() >= real_deadline) return false;
     NoteLockLeft(/*to_wait=*/true);
-    cv_.wait_until(lock, absl::ToChronoTime(real_deadline));
+    cv.wait_until(lock, absl::ToChronoTime(real_deadline));
     NoteLockTaken();
   }
 }
@@ -247,7 +254,7 @@ bool Fabric::RunUntilIdle(absl::Duration max_virtual) {
   while (!events_.empty() && events_.top_at_ns() <= limit) Step();
   bool idle = events_.empty();
   if (!idle) now_ns_ = std::max(now_ns_, limit);
-  cv_.notify_all();
+  Wake();
   return idle;
 }
 
@@ -260,7 +267,7 @@ void Fabric::RunFor(absl::Duration d) {
   const int64_t limit = now_ns_ + absl::ToInt64Nanoseconds(d);
   while (!events_.empty() && events_.top_at_ns() <= limit) Step();
   now_ns_ = std::max(now_ns_, limit);
-  cv_.notify_all();
+  Wake();
 }
 
 void Fabric::Reseed(uint64_t seed) {

@@ -416,8 +416,15 @@ class Fabric {
   //  - Blocking, once a second thread has used the fabric (or waits for its
   //    lock meanwhile): `timeout` is real time, and the lock is given up
   //    regularly so the other threads can post while this one drives.
+  //  A thread that waits for an async event only (kAsyncEvent) sleeps
+  //  through completions (WakeForCompletion) and, with a progress thread,
+  //  through posts (WakeForPost): the drop-in's async-event thread would
+  //  otherwise take a core and the lock from the application at every
+  //  completion.
+  enum class WaitFor { kAnything, kAsyncEvent };
   bool DriveUntil(Lock& lock, const std::function<bool()>& done,
-                  absl::Duration timeout, bool blocking);
+                  absl::Duration timeout, bool blocking,
+                  WaitFor wait_for = WaitFor::kAnything);
   // Records the calling thread; from the second distinct thread on, the
   // fabric is in multi-threaded mode (see DriveUntil).
   void NoteThread();
@@ -452,7 +459,24 @@ class Fabric {
   };
   AckTimerVerdict JudgeAckTimeout(const QpCore& qp);
   // Wakes threads waiting in DriveUntil (call after anything they may await).
-  void Wake() { cv_.notify_all(); }
+  // Wakes every waiting thread: something changed.
+  void Wake() {
+    cv_.notify_all();
+    async_cv_.notify_all();
+  }
+  // Work was posted (or a QP modified). In process, a thread that waits
+  // for an async event only may be the one thread that will move the
+  // fabric on, so it is woken too; with a progress thread (the UDP
+  // transport) that thread moves it, and only the threads that wait for
+  // anything are woken.
+  void WakeForPost() {
+    cv_.notify_all();
+    if (!has_progress_thread()) async_cv_.notify_all();
+  }
+  // A completion was pushed: wakes the threads that wait for anything, not
+  // those that wait for an async event only (an async event the completion
+  // raises, a CQ overrun, wakes everyone through Wake).
+  void WakeForCompletion() { cv_.notify_all(); }
   uint64_t packets_sent() const { return packets_sent_; }
   // "now 1.2ms, 3 events pending, single-threaded": for timeout messages.
   std::string Describe() const;
@@ -548,7 +572,10 @@ class Fabric {
   FabricOptions options_;
   absl::Status address_status_;
   std::mutex mu_;
+  // Waiters: those that wait for anything on cv_, those that wait for an
+  // async event only on async_cv_ (DriveUntil's WaitFor).
   std::condition_variable cv_;
+  std::condition_variable async_cv_;
   std::vector<std::unique_ptr<Node>> nodes_;
   int64_t now_ns_ = 0;
   EventQueue events_;
@@ -627,7 +654,7 @@ class Fabric {
   static inline thread_local bool helper_thread_ = false;
   // A helper's blocking wait (DriveUntil).
   bool HelperWait(Lock& lock, const std::function<bool()>& done,
-                  absl::Duration timeout);
+                  absl::Duration timeout, std::condition_variable& cv);
   // The UDP transport (null in-process).
   std::unique_ptr<UdpSockets> udp_;
   int process_slot_ = 0;

@@ -145,7 +145,7 @@ absl::Status Fabric::Freeze(bool frozen) {
                              "(VERBSIM_UDP)");
   }
   frozen_ = frozen;
-  cv_.notify_all();
+  Wake();
   return absl::OkStatus();
 }
 
@@ -192,7 +192,7 @@ void Fabric::ForceQpError(int node, uint32_t qpn) {
   ev.qp_num = qpn;
   qp.pd->context->async_events.push_back(ev);
   if (qp.state != verbsim::QpState::kErr) EnterError(qp);
-  cv_.notify_all();
+  Wake();
 }
 
 void Fabric::ForceCqOverflow(const CqOverflow& o) {
@@ -203,7 +203,7 @@ void Fabric::ForceCqOverflow(const CqOverflow& o) {
                    o.recv_cq ? "fault: receive CQ overflows (cqoverflow)"
                              : "fault: send CQ overflows (cqoverflow)");
   OverflowCq(cq);
-  cv_.notify_all();
+  Wake();
 }
 
 absl::Status Fabric::SetPortState(int node, bool up) {
@@ -222,7 +222,7 @@ absl::Status Fabric::SetPortState(int node, bool up) {
   for (const std::weak_ptr<ContextState>& w : n.contexts) {
     if (std::shared_ptr<ContextState> c = w.lock()) RaiseAsyncEvent(*c, ev);
   }
-  cv_.notify_all();
+  Wake();
   return absl::OkStatus();
 }
 

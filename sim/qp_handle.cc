@@ -68,7 +68,7 @@ class SimQp : public Qp {
     }
     Lock lock(*fabric_);
     absl::Status s = ModifyQp(*st_, attr, mask);
-    fabric_->Wake();
+    fabric_->WakeForPost();
     return s;
   }
   absl::StatusOr<QpAttr> Query() const override {
@@ -113,7 +113,7 @@ class SimQp : public Qp {
                    st_->qpn);
     }
     absl::Status s = sim::PostSend(*st_, wrs, resolved, bad_index);
-    fabric_->Wake();
+    fabric_->WakeForPost();
     return s;
   }
   absl::Status BindMw(Mw* mw, const MwBind& bind) override {
@@ -154,7 +154,7 @@ class SimQp : public Qp {
     absl::Status s = sim::PostSend(*st_, {&wr, 1}, resolved, nullptr);
     // ibv_bind_mw(3): on success the window's rkey is the new one.
     if (s.ok()) m.posted_rkey = wr.bind_mw.rkey;
-    fabric_->Wake();
+    fabric_->WakeForPost();
     return s;
   }
   absl::Status AttachMcast(const Gid& gid, uint16_t lid) override {
@@ -181,7 +181,7 @@ class SimQp : public Qp {
                    st_->qpn);
     }
     absl::Status s = sim::PostRecv(*st_, wrs, bad_index);
-    fabric_->Wake();
+    fabric_->WakeForPost();
     return s;
   }
   std::string DebugString() const {

@@ -66,7 +66,7 @@ class SimSrq : public Srq {
       st_->wqes.push_back(std::move(r));
     }
     if (bad_index != nullptr) *bad_index = wrs.size();
-    fabric_->Wake();
+    fabric_->WakeForPost();
     return absl::OkStatus();
   }
   absl::Status Modify(const SrqAttr& attr, uint32_t mask) override {

@@ -9,15 +9,19 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/endpoint.h"
@@ -27,6 +31,7 @@
 #include "sim/handles.h"
 #include "sim/tests/two_process.h"
 #include "sim/sim_provider.h"
+#include "sim/thread_state.h"
 #include "sim/udp_transport.h"
 #include "sim/wire.h"
 
@@ -212,6 +217,84 @@ TEST(UdpTransport, LocalNodesTalkInRealTime) {
   EXPECT_LT(dt, kComp);
   // Nothing left this process.
   EXPECT_EQ(fabric.GetNodeStats(2)->packets_received, 0u);
+}
+
+// How many times thread `tid` of this process has gone to sleep so far
+// (voluntary_ctxt_switches in /proc), or -1.
+int64_t TimesAsleep(int tid) {
+  std::ifstream status(absl::StrCat("/proc/self/task/", tid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    constexpr absl::string_view kField = "voluntary_ctxt_switches:";
+    if (absl::StartsWith(line, kField)) {
+      return std::stoll(line.substr(kField.size()));
+    }
+  }
+  return -1;
+}
+
+// With a progress thread, a thread that waits for an async event only (the
+// drop-in's async-event thread) sleeps through posts and completions, as a
+// device's async event file stays quiet while its CQs fill; it looks on its
+// own every 10 ms at most (Fabric::DriveUntil), and an async event wakes it.
+TEST(UdpTransport, AThreadWaitingForAnAsyncEventSleepsThroughCompletions) {
+  const int base = FreeBasePort();
+  ASSERT_NE(base, 0);
+  auto provider =
+      OpenProvider(absl::StrCat("sim:nodes=2,udp=", base, ",local=0+1"));
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  auto eps = CreateConnectedPair(**provider, EndpointAttr{});
+  ASSERT_TRUE(eps.ok()) << eps.status();
+  Endpoint& c = *eps->client;
+  std::vector<uint64_t> src(1), dst(1);
+  auto smr = c.RegMsgs(src.data(), 8);
+  auto dmr = eps->server->RegWrite(dst.data(), 8);
+  ASSERT_TRUE(smr.ok() && dmr.ok());
+  Context* server = eps->server->context();
+  std::atomic<int> waiter_tid{0};
+  absl::StatusOr<AsyncEvent> event = absl::UnknownError("no answer yet");
+  std::thread waiter([&] {
+    waiter_tid.store(CurrentThreadTid());
+    event = server->GetAsyncEvent(absl::Seconds(60));
+  });
+  while (waiter_tid.load() == 0) std::this_thread::yield();
+  const int tid = waiter_tid.load();
+  bool asleep = false;
+  for (int i = 0; i < 5000 && !asleep; ++i) {
+    asleep = !ThreadIsRunnable(tid);
+    if (!asleep) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(asleep) << "the waiting thread never slept";
+  const int64_t slept_before = TimesAsleep(tid);
+  ASSERT_GE(slept_before, 0);
+  const absl::Time start = absl::Now();
+
+  constexpr int kWrites = 2000;
+  for (int i = 1; i <= kWrites; ++i) {
+    src[0] = i;
+    ASSERT_TRUE(c.PostWrite(i, src.data(), 8, smr->get(), kSendSignaled,
+                            reinterpret_cast<uint64_t>(dst.data()),
+                            (*dmr)->rkey())
+                    .ok());
+    absl::StatusOr<WorkCompletion> wc = c.GetSendComp(kComp);
+    ASSERT_TRUE(wc.ok()) << wc.status();
+    ASSERT_EQ(wc->status, WcStatus::kSuccess);
+  }
+  EXPECT_EQ(dst[0], static_cast<uint64_t>(kWrites));
+  const int64_t woken = TimesAsleep(tid) - slept_before;
+  const int64_t looks = absl::ToInt64Milliseconds(absl::Now() - start) / 10;
+  // Its own looks, with room for a late timer; a wake per post or
+  // completion would be thousands.
+  EXPECT_LE(woken, 2 * looks + 50)
+      << "the thread waiting for an async event was woken " << woken
+      << " times during " << kWrites << " writes";
+
+  const int node = std::stoi(server->device_attr().name.substr(3));
+  ASSERT_TRUE(
+      AsSimProvider(provider->get())->fabric().SetPortState(node, false).ok());
+  waiter.join();
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->type, AsyncEventType::kPortErr);
 }
 
 // The ACK timer runs in real time: a send to a node whose port nobody
