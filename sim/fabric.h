@@ -458,8 +458,8 @@ class Fabric {
                   // sent since: not the peer's silence, another period
   };
   AckTimerVerdict JudgeAckTimeout(const QpCore& qp);
-  // Wakes threads waiting in DriveUntil (call after anything they may await).
-  // Wakes every waiting thread: something changed.
+  // Wakes every thread waiting in DriveUntil, whatever it waits for (call
+  // after anything an async-event waiter may await too).
   void Wake() {
     cv_.notify_all();
     async_cv_.notify_all();
