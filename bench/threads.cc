@@ -7,8 +7,18 @@
 //                             signaled (as msg_rate's row of the same name)
 //   batch:1/signal_every:1    one write per PostSend, each one polled
 //
+// Each of the two also runs as one thread pinned to each CPU the process
+// may use (`.../cpu:N`). The cores of a virtual machine need not be equally
+// fast, and several threads under the fabric's one lock run at about the
+// mean of their cores' single-thread rates, while an unpinned single thread
+// runs at the rate of whichever core it lands on; the pinned runs give
+// tools/bench.sh both figures (docs/performance.md, "Threads").
+//
 // The threads of one run share a provider opened by the first of them and
 // closed by the last; each run starts with a new one.
+#include <pthread.h>
+#include <sched.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -123,6 +133,57 @@ void BM_Threads(benchmark::State& state, int batch, int signal_every) {
   Shared().Leave();
 }
 
+// Pins the calling thread to one CPU for its lifetime, then gives it back
+// the CPUs it had.
+class PinnedToCpu {
+ public:
+  explicit PinnedToCpu(int cpu) {
+    if (pthread_getaffinity_np(pthread_self(), sizeof(old_), &old_) != 0) {
+      return;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    error_ = pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    pinned_ = error_ == 0;
+  }
+  ~PinnedToCpu() {
+    if (pinned_) pthread_setaffinity_np(pthread_self(), sizeof(old_), &old_);
+  }
+  PinnedToCpu(const PinnedToCpu&) = delete;
+  PinnedToCpu& operator=(const PinnedToCpu&) = delete;
+
+  bool pinned() const { return pinned_; }
+  int error() const { return error_; }
+
+ private:
+  cpu_set_t old_;
+  bool pinned_ = false;
+  int error_ = -1;
+};
+
+void BM_OneThreadOnCpu(benchmark::State& state, int batch, int signal_every,
+                       int cpu) {
+  PinnedToCpu pin(cpu);
+  if (!pin.pinned()) {
+    state.SkipWithError(
+        absl::StrCat("pinning to CPU ", cpu, ": error ", pin.error()).c_str());
+    return;
+  }
+  BM_Threads(state, batch, signal_every);
+}
+
+// The CPUs this process may run on, in order.
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
 void RegisterAll() {
   for (int batch : {32, 1}) {
     const int every = batch;
@@ -134,6 +195,18 @@ void RegisterAll() {
         ->Threads(1)
         ->Threads(2)
         ->Threads(4);
+  }
+  const std::vector<int> cpus = AllowedCpus();
+  for (int batch : {32, 1}) {
+    const int every = batch;
+    for (int cpu : cpus) {
+      const std::string name =
+          absl::StrCat("threads/rdma_write/batch:", batch, "/signal_every:",
+                       every, "/cpu:", cpu);
+      Configure(benchmark::RegisterBenchmark(name.c_str(), BM_OneThreadOnCpu,
+                                             batch, every, cpu))
+          ->Unit(benchmark::kNanosecond);
+    }
   }
 }
 

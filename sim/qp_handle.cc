@@ -1,6 +1,7 @@
 // The QP handle: ibv_modify_qp(3), ibv_query_qp(3), posting (the
 // semantics are qp_verbs.cc's), ibv_bind_mw(3), multicast attach and
 // detach, and the sim's debugging and counter queries.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -99,8 +100,14 @@ class SimQp : public Qp {
   absl::Status PostSend(absl::Span<const SendWr> wrs,
                         size_t* bad_index) override {
     Lock lock(*fabric_);
+    // Only UD sends and BIND_MW name handles; a list without them leaves
+    // `resolved` empty (sim::PostSend reads that as nothing to resolve).
     std::vector<ResolvedWr> resolved;
-    for (size_t i = 0; i < wrs.size(); ++i) {
+    const bool names_handles =
+        std::any_of(wrs.begin(), wrs.end(), [](const SendWr& wr) {
+          return wr.ud.ah != nullptr || wr.opcode == WrOpcode::kBindMw;
+        });
+    for (size_t i = 0; names_handles && i < wrs.size(); ++i) {
       if (absl::Status s = Resolve(wrs[i], &resolved, wrs.size()); !s.ok()) {
         if (bad_index != nullptr) *bad_index = 0;
         return s;

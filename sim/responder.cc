@@ -418,14 +418,23 @@ void AckMessage(QpCore& qp, uint32_t psn) {
   }
   qp.ack_pending = true;
   qp.ack_pending_psn = psn;
-  const uint64_t generation = ++qp.ack_generation;
+  ++qp.ack_generation;
+  // The QP number (24 bits) and the generation's low 40 bits share one
+  // word, so the event's capture fits std::function's inline storage (16
+  // bytes) and needs no allocation. A stale event is told apart unless 2^40
+  // ACKs were held back meanwhile.
+  constexpr uint64_t kGenerationMask = (uint64_t{1} << 40) - 1;
   Node* node = qp.node;
-  const uint32_t qpn = qp.qpn;
+  const uint64_t key = (uint64_t{qp.qpn} << 40) |
+                       (qp.ack_generation & kGenerationMask);
   fabric->Schedule(
       fabric->now_ns() + 1 + static_cast<int64_t>(fabric->ack_rng()() % 2000),
-      [node, qpn, generation]() {
-        QpCore* q = node->FindQp(qpn);
-        if (q == nullptr || q->ack_generation != generation) return;
+      [node, key]() {
+        QpCore* q = node->FindQp(static_cast<uint32_t>(key >> 40));
+        if (q == nullptr ||
+            (q->ack_generation & kGenerationMask) != (key & kGenerationMask)) {
+          return;
+        }
         FlushPendingAck(*q);
       });
 }

@@ -464,6 +464,28 @@ for batch in (32, 1):
         if n > 1 and not skipped(one):
             add("  %d threads / 1 thread" % n,
                 b["items_per_second"] / one["items_per_second"], "x", 1.0)
+    # One thread pinned to each CPU: on cores of unequal speed the threads
+    # above run at about the mean of these (docs/performance.md, "Threads").
+    prefix = "threads/rdma_write/batch:%d/signal_every:%d/cpu:" % (batch, batch)
+    pinned = sorted((int(k[len(prefix):].split("/")[0]), v)
+                    for k, v in threads.items() if k.startswith(prefix))
+    rates = []
+    for cpu, b in pinned:
+        figure = "8 B RDMA write, batch %d, %s: 1 thread pinned to CPU %d" % (
+            batch, sig, cpu)
+        why = skipped(b)
+        if why:
+            add(figure, why, "")
+            continue
+        add(figure, b["items_per_second"] / 1e6, "M msg/s")
+        rates.append(b["items_per_second"])
+    if len(rates) > 1 and len(rates) == len(pinned):
+        mean = sum(rates) / len(rates)
+        for n in (2, 4):
+            b = threads.get(base + str(n))
+            if not skipped(b):
+                add("  %d threads / mean of the pinned single threads" % n,
+                    b["items_per_second"] / mean, "x")
 
 with open(os.path.join(tmp, "scale.jsonl")) as f:
     for line in f:
