@@ -419,20 +419,21 @@ void AckMessage(QpCore& qp, uint32_t psn) {
   qp.ack_pending = true;
   qp.ack_pending_psn = psn;
   ++qp.ack_generation;
-  // The QP number (24 bits) and the generation's low 40 bits share one
-  // word, so the event's capture fits std::function's inline storage (16
-  // bytes) and needs no allocation. A stale event is told apart unless 2^40
-  // ACKs were held back meanwhile.
-  constexpr uint64_t kGenerationMask = (uint64_t{1} << 40) - 1;
+  // The QP number and the generation's low 32 bits share one word, so the
+  // event's capture fits std::function's inline storage (16 bytes) and
+  // needs no allocation. A stale event is due within 2 us of virtual time;
+  // mistaking it for the current one would take 2^32 changes of the
+  // generation meanwhile.
   Node* node = qp.node;
-  const uint64_t key = (uint64_t{qp.qpn} << 40) |
-                       (qp.ack_generation & kGenerationMask);
+  const uint64_t key = uint64_t{qp.qpn} << 32 |
+                       static_cast<uint32_t>(qp.ack_generation);
   fabric->Schedule(
       fabric->now_ns() + 1 + static_cast<int64_t>(fabric->ack_rng()() % 2000),
       [node, key]() {
-        QpCore* q = node->FindQp(static_cast<uint32_t>(key >> 40));
+        QpCore* q = node->FindQp(static_cast<uint32_t>(key >> 32));
         if (q == nullptr ||
-            (q->ack_generation & kGenerationMask) != (key & kGenerationMask)) {
+            static_cast<uint32_t>(q->ack_generation) !=
+                static_cast<uint32_t>(key)) {
           return;
         }
         FlushPendingAck(*q);
