@@ -12,7 +12,8 @@
 // fast, and several threads under the fabric's one lock run at about the
 // mean of their cores' single-thread rates, while an unpinned single thread
 // runs at the rate of whichever core it lands on; the pinned runs give
-// tools/bench.sh both figures (docs/performance.md, "Threads").
+// tools/bench.sh both figures (docs/performance.md, "Threads: cores of
+// unequal speed").
 //
 // The threads of one run share a provider opened by the first of them and
 // closed by the last; each run starts with a new one.

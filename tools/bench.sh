@@ -465,7 +465,8 @@ for batch in (32, 1):
             add("  %d threads / 1 thread" % n,
                 b["items_per_second"] / one["items_per_second"], "x", 1.0)
     # One thread pinned to each CPU: on cores of unequal speed the threads
-    # above run at about the mean of these (docs/performance.md, "Threads").
+    # above run at about the mean of these (docs/performance.md, "Threads:
+    # cores of unequal speed").
     prefix = "threads/rdma_write/batch:%d/signal_every:%d/cpu:" % (batch, batch)
     pinned = sorted((int(k[len(prefix):].split("/")[0]), v)
                     for k, v in threads.items() if k.startswith(prefix))
