@@ -7,6 +7,7 @@
 // request's time is up finds the request already given up, as the kernel's
 // CM ignores it (cm.c cm_rep_handler: a REP for an id no longer in
 // REQ_SENT).
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -106,7 +107,24 @@ void Drop(int fd) {
   close(fd);
 }
 
+// Delivers the fabric's datagrams ready on this process's sockets (the
+// drop-in libibverbs' verbsim_dropin_take_datagrams; absent on another
+// libibverbs). A peer's CM message comes after whatever that peer sent on
+// the fabric before it: on a device the ACK of a send is handled as it
+// arrives, long before a DREQ reaches the program, so a program that closes
+// its connection on DISCONNECTED never sees that send flushed. Here the
+// ACK's datagram may still wait in a socket when the message is read, so
+// it is taken first. Called without CmMutex: the fabric's locks come after
+// it, never before.
+void TakeDatagrams() {
+  using Hook = int (*)();
+  static const Hook hook =
+      reinterpret_cast<Hook>(dlsym(RTLD_DEFAULT, "verbsim_dropin_take_datagrams"));
+  if (hook != nullptr) hook();
+}
+
 void HandleReadable(int fd) {
+  TakeDatagrams();
   std::lock_guard<std::mutex> lock(CmMutex());
   auto it = table->find(fd);
   if (it == table->end()) return;  // closed since the poll

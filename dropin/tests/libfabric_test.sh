@@ -98,6 +98,16 @@ pingpong() {
   next_port=$(( next_port + 10 ))
   local s="${work}/${ep}.${size}.server" c="${work}/${ep}.${size}.client"
   local env="VERBSIM_NODES=2 FI_UNIVERSE_SIZE=16"
+  # ofi_rxm's receive buffers go to a shared receive context (an SRQ)
+  # rather than to each connection's QP. libfabric 1.17's rxm_close_conn
+  # closes a connection's QP and only then reads the completions left in
+  # the CQ; a receive of that QP found there (a credit message that came
+  # in the last moments) is posted again on the QP just closed, and the
+  # program dies in fi_close (SIGSEGV). Later libfabric reads them first.
+  # Devices whose ibv_destroy_qp leaves the QP's completions in its CQ
+  # (rxe, siw, and the sim, which follows them) show it; mlx5's removes
+  # them. With the SRQ no buffer belongs to a connection.
+  [[ "${ep}" == rdm ]] && env+=" FI_OFI_RXM_USE_SRX=1"
   local args="-p verbs -e ${ep} -I ${iters} -S ${size}"
   in_ns "
     ${env} VERBSIM_UDP=udp=${udp},local=0 timeout -k 5 120 \

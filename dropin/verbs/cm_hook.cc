@@ -10,6 +10,12 @@
 // - verbsim_dropin_mcast_ip_join joins a device to a multicast group at the
 //   IP level (or leaves it), as the kernel's CM joins the netdev for RoCE on
 //   rdma_join_multicast (sim::Fabric::JoinMcastIp).
+// - verbsim_dropin_take_datagrams delivers the fabric's datagrams that are
+//   ready on this process's sockets (the UDP transport; nothing without
+//   it). The CM calls it before it handles a message of a peer: whatever
+//   that peer sent on the fabric before its CM message (the ACK of a send
+//   the program waits for, say) is then seen first, as a device sees the
+//   ACK long before its CM hands a disconnect to the program.
 // They have their own version node, VERBSIM_DROPIN_1.0, and the drop-in
 // librdmacm finds them with dlsym, so it works on the real libibverbs
 // without.
@@ -54,4 +60,12 @@ extern "C" int verbsim_dropin_mcast_ip_join(ibv_context* context,
   return verbsim::sim::JoinSimMcastIp(CtxOf(context)->impl.get(), g, join != 0)
              ? 0
              : ENODEV;
+}
+
+extern "C" int verbsim_dropin_take_datagrams(void) {
+  verbsim::sim::SimProvider* sim =
+      verbsim::sim::AsSimProvider(verbsim::dropin::GetProvider());
+  if (sim == nullptr) return ENODEV;
+  sim->fabric().PumpUdp(/*wait=*/true);
+  return 0;
 }
