@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include <atomic>
@@ -377,7 +378,9 @@ class Fabric {
   void Schedule(int64_t at_ns, std::function<void()> fn);
   // Puts a packet on the link from its src_node to its dst_node; it arrives
   // after the link's latency and serialisation, in order per link.
-  void Transmit(Packet&& packet);
+  // `cache`, when the sender is a QP, remembers the link and flow entries
+  // of its packets to one peer QP (QpCore::link_flow).
+  void Transmit(Packet&& packet, LinkFlowCache* cache = nullptr);
   // While one lives, the packets that leave the process (the UDP
   // transport) wait and go out when the last one ends: the packets for one
   // port share datagrams of up to 64 KiB (docs/udp-transport.md, "The
@@ -579,8 +582,10 @@ class Fabric {
   std::vector<std::unique_ptr<Node>> nodes_;
   int64_t now_ns_ = 0;
   EventQueue events_;
-  // When each directed link is next free, for in-order serialisation.
-  absl::flat_hash_map<std::pair<int, int>, int64_t> link_free_ns_;
+  // When each directed link is next free, for in-order serialisation. Node
+  // maps: an entry never moves, so a QP may keep its address
+  // (LinkFlowCache); no entry is ever removed.
+  absl::node_hash_map<std::pair<int, int>, int64_t> link_free_ns_;
   // Links with a model of their own, keyed (min node, max node).
   absl::flat_hash_map<std::pair<int, int>, LinkModel> links_;
   const LinkModel& LinkBetween(int a, int b) const;
@@ -591,7 +596,7 @@ class Fabric {
       absl::ToInt64Nanoseconds(options_.link.latency);
   const int64_t jitter_ns_ = absl::ToInt64Nanoseconds(options_.jitter);
   // When each QP-to-QP flow last delivered, so jitter keeps a flow in order.
-  absl::flat_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
+  absl::node_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
   struct Streams {
     explicit Streams(uint64_t seed) { Reseed(seed); }

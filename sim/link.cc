@@ -38,7 +38,7 @@ void TransmitFrom(QpCore& qp, Packet&& packet) {
   packet.dst_node = qp.dest_node;
   packet.dst_qpn = qp.attr.dest_qp_num;
   Fabric* fabric = qp.node->fabric;
-  fabric->Transmit(std::move(packet));
+  fabric->Transmit(std::move(packet), &qp.link_flow);
   // Across processes: when the QP's latest packet left (taken after the
   // send), what its ACK timer asks the peer's liveness slot about.
   if (fabric->real_time()) qp.udp_sent_ns = MonotonicNs();
@@ -61,7 +61,7 @@ void Fabric::TracePacket(TraceKind kind, const Packet& p,
   trace_.Record(r, note);
 }
 
-void Fabric::Transmit(Packet&& packet) {
+void Fabric::Transmit(Packet&& packet, LinkFlowCache* cache) {
   ++packets_sent_;
   TracePacket(TraceKind::kTransmit, packet);
   if (packet.src_node >= 0 && packet.src_node < num_nodes()) {
@@ -72,7 +72,20 @@ void Fabric::Transmit(Packet&& packet) {
   const double bytes = static_cast<double>(PayloadLength(packet) + 58);
   const int64_t serialise_ns =
       static_cast<int64_t>(bytes * 8.0 / link.gbit_per_s);
-  int64_t& free_ns = link_free_ns_[{packet.src_node, packet.dst_node}];
+  // The QP's cache holds the entries of its latest peer QP; another peer
+  // (a reconnected QP) looks them up again.
+  if (cache != nullptr && (cache->dst_node != packet.dst_node ||
+                           cache->dst_qpn != packet.dst_qpn ||
+                           cache->link_free_ns == nullptr)) {
+    cache->dst_node = packet.dst_node;
+    cache->dst_qpn = packet.dst_qpn;
+    cache->link_free_ns = &link_free_ns_[{packet.src_node, packet.dst_node}];
+    cache->flow_last_ns = &flow_last_ns_[{packet.src_node, packet.src_qpn,
+                                          packet.dst_node, packet.dst_qpn}];
+  }
+  int64_t& free_ns =
+      cache != nullptr ? *cache->link_free_ns
+                       : link_free_ns_[{packet.src_node, packet.dst_node}];
   const int64_t start = std::max(now_ns_, free_ns);
   free_ns = start + serialise_ns;
   int64_t arrive = free_ns + LatencyNs(link);
@@ -108,8 +121,10 @@ void Fabric::Transmit(Packet&& packet) {
     return;
   }
   // One QP's packets to one QP stay in order unless a fault reorders them.
-  int64_t& flow_ns = flow_last_ns_[{packet.src_node, packet.src_qpn,
-                                    packet.dst_node, packet.dst_qpn}];
+  int64_t& flow_ns =
+      cache != nullptr ? *cache->flow_last_ns
+                       : flow_last_ns_[{packet.src_node, packet.src_qpn,
+                                        packet.dst_node, packet.dst_qpn}];
   if (!bypass_fifo) {
     arrive = std::max(arrive, flow_ns);
     flow_ns = arrive;

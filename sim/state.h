@@ -230,6 +230,16 @@ struct RdAtomicResource {
   uint64_t atomic_orig = 0;
 };
 
+// The entries of the fabric's link and flow tables (Fabric::Transmit) that
+// a QP's packets to one peer QP use; valid for as long as the fabric lives
+// (the tables' entries never move and are never removed).
+struct LinkFlowCache {
+  int dst_node = -1;
+  uint32_t dst_qpn = 0;
+  int64_t* link_free_ns = nullptr;
+  int64_t* flow_last_ns = nullptr;
+};
+
 struct QpCore {
   Node* node = nullptr;
   uint32_t qpn = 0;
@@ -290,6 +300,10 @@ struct QpCore {
   // Across processes (the UDP transport): when this QP's latest packet
   // left, on the monotonic clock (Fabric::JudgeAckTimeout).
   int64_t udp_sent_ns = 0;
+  // Where the fabric keeps the link and flow state of this QP's latest
+  // packets (Fabric::Transmit), so that the next packet to the same peer QP
+  // needs no look-up.
+  LinkFlowCache link_flow;
 
   // Responder.
   std::deque<RecvWqe> rq;
