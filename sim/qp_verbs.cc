@@ -475,8 +475,9 @@ absl::Status CheckSendWr(const QpCore& qp, const SendWr& wr,
   return absl::OkStatus();
 }
 
-SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
-  SendWqe w;
+// Fills `w`, a WQE as constructed (SendWqe{}), from `wr`.
+void FillWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r,
+             SendWqe& w) {
   w.wr_id = wr.wr_id;
   w.opcode = wr.opcode;
   w.flags = wr.send_flags;
@@ -517,6 +518,11 @@ SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
     w.bind_named_rkey = wr.bind_mw.current_rkey;
     w.bind_verb = r.bind_verb;
   }
+}
+
+SendWqe MakeWqe(const QpCore& qp, const SendWr& wr, const ResolvedWr& r) {
+  SendWqe w;
+  FillWqe(qp, wr, r, w);
   return w;
 }
 
@@ -664,17 +670,21 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       RequesterRun(qp);
       return s;
     }
-    SendWqe w = MakeWqe(qp, wr, r);
+    // Built in the send ring's next slot, which most WRs keep.
+    SendWqe& w = qp.sq.PrepareBack();
+    FillWqe(qp, wr, r, w);
     // Every WR takes a post number, the one posted in ERR too: its slot
     // is held until its flush completion is polled where the profile holds
     // slots so.
     w.seq = qp.next_wqe_seq++;
     if (qp.state == S::kErr && !profile.flushes_send_posted_in_err) {
+      qp.sq.AbandonBack();
       continue;  // taken, never completed (SimProfile)
     }
     if (qp.state == S::kErr) {
       // Posted in ERR: completes at once, flushed.
       PushSendCompletion(qp, w, WcStatus::kWrFlushErr);
+      qp.sq.AbandonBack();
       continue;
     }
     if (profile.iwarp.refuses_at_activation && RefusedAtActivation(wr)) {
@@ -685,7 +695,7 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       // waiting to be sent (an earlier refused WR included).
       const bool starts_now = i == 0 && qp.req_next >= qp.sq.size();
       w.refused_at_activation = true;
-      qp.sq.push_back(std::move(w));
+      qp.sq.CommitBack();
       if (starts_now) {
         return Errno(EINVAL,
                      "wr_id %u: the device does not start %s%s (it stays in "
@@ -702,10 +712,10 @@ absl::Status PostSend(QpCore& qp, absl::Span<const SendWr> wrs,
       // this WR into the send slot, where it stays (IwarpRules).
       w.in_send_slot = true;
       ++qp.sq_outside_ring;
-      qp.sq.push_back(std::move(w));
+      qp.sq.CommitBack();
       continue;
     }
-    qp.sq.push_back(std::move(w));
+    qp.sq.CommitBack();
   }
   if (bad_index != nullptr) *bad_index = wrs.size();
   RequesterRun(qp);

@@ -73,6 +73,16 @@ class Ring {
     (*this)[size_] = std::move(value);
     ++size_;
   }
+  // Building an entry in place: the slot past the back, which holds T{}
+  // (every slot outside the queue does). CommitBack() makes it the back;
+  // an entry not committed must be put back to T{} (AbandonBack) before
+  // the next PrepareBack or push_back.
+  T& PrepareBack() {
+    if (size_ == buf_.size()) Grow();
+    return (*this)[size_];
+  }
+  void CommitBack() { ++size_; }
+  void AbandonBack() { (*this)[size_] = T(); }
   // The slot is reset to T{}, so what the entry held is released now.
   void pop_front() {
     buf_[head_] = T();

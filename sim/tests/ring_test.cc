@@ -63,5 +63,36 @@ TEST(RingTest, AMovedFromRingIsEmptyAndUsable) {
   EXPECT_EQ(b.front(), 7);
 }
 
+TEST(RingTest, AnEntryBuiltInPlaceJoinsTheBackWhenCommitted) {
+  Ring<int> r;
+  // Across growth (4, 8, 16 slots) and with the head moved on.
+  for (int i = 0; i < 20; ++i) {
+    int& slot = r.PrepareBack();
+    ASSERT_EQ(slot, 0) << "a slot outside the queue holds T{}";
+    slot = i;
+    r.CommitBack();
+    if (i % 3 == 2) r.pop_front();
+  }
+  std::vector<int> want;
+  for (int v = 6; v < 20; ++v) want.push_back(v);  // six popped
+  EXPECT_EQ(Contents(r), want);
+}
+
+TEST(RingTest, AnAbandonedEntryIsReleasedAndNotQueued) {
+  Ring<std::shared_ptr<std::string>> r;
+  r.push_back(std::make_shared<std::string>("kept"));
+  auto held = std::make_shared<std::string>("abandoned");
+  r.PrepareBack() = held;
+  EXPECT_EQ(held.use_count(), 2);
+  r.AbandonBack();
+  EXPECT_EQ(held.use_count(), 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(*r.back(), "kept");
+  // The slot is free for the next entry.
+  r.push_back(std::make_shared<std::string>("next"));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(*r.back(), "next");
+}
+
 }  // namespace
 }  // namespace verbsim::sim
