@@ -95,13 +95,13 @@ void CheckImpliedNak(QpCore& qp, uint32_t beyond_psn) {
 }
 
 void TraceQpEvent(QpCore& qp, TraceKind kind, uint32_t psn) {
-  TraceRecord r;
+  TraceFields r;
   r.time_ns = qp.node->fabric->now_ns();
   r.kind = kind;
   r.node = qp.node->index;
   r.qpn = qp.qpn;
   r.psn = psn;
-  qp.node->fabric->trace().Record(std::move(r));
+  qp.node->fabric->trace().Record(r);
 }
 
 void OnRetryTimeout(QpCore& qp) {

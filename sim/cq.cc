@@ -110,7 +110,7 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
         break;
     }
   }
-  TraceRecord r;
+  TraceFields r;
   r.time_ns = fabric->now_ns();
   r.kind = TraceKind::kComplete;
   r.node = cq.context->node->index;
@@ -118,7 +118,7 @@ void PushCompletion(CqState& cq, const WorkCompletion& wc, bool solicited,
   r.opcode = static_cast<uint8_t>(wc.status);
   r.length = wc.byte_len;
   r.wr_id = wc.wr_id;
-  fabric->trace().Record(std::move(r));
+  fabric->trace().Record(r);
   cq.entries.push_back(entry);
   cq.releases.push_back(release);
   // Under the fabric's lock: one writer at a time.

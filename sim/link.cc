@@ -46,7 +46,7 @@ void TransmitFrom(QpCore& qp, Packet&& packet) {
 
 void Fabric::TracePacket(TraceKind kind, const Packet& p,
                          absl::string_view note) {
-  TraceRecord r;
+  TraceFields r;
   r.time_ns = now_ns_;
   r.kind = kind;
   const bool at_sender = kind == TraceKind::kTransmit;

@@ -49,7 +49,7 @@ absl::string_view TraceKindName(TraceKind kind) {
   return "?";
 }
 
-void Trace::Mix(const TraceRecord& r, absl::string_view note) {
+void Trace::Mix(const TraceFields& r, absl::string_view note) {
   MixWord(
       hash_,
       Digest(static_cast<uint64_t>(r.time_ns),
@@ -76,11 +76,13 @@ void Trace::Record(TraceRecord r) {
   if (keep_) records_.push_back(std::move(r));
 }
 
-void Trace::Record(const TraceRecord& r, absl::string_view note) {
-  Mix(r, note);
+void Trace::Record(const TraceFields& fields, absl::string_view note) {
+  Mix(fields, note);
   if (keep_) {
-    records_.push_back(r);
-    records_.back().note = std::string(note);
+    TraceRecord r;
+    static_cast<TraceFields&>(r) = fields;
+    r.note = std::string(note);
+    records_.push_back(std::move(r));
   }
 }
 

@@ -23,7 +23,9 @@ enum class TraceKind : uint8_t {
 };
 absl::string_view TraceKindName(TraceKind kind);
 
-struct TraceRecord {
+// A record's fields but its note: what the hash takes, built without a
+// string when records are not kept.
+struct TraceFields {
   int64_t time_ns = 0;
   TraceKind kind = TraceKind::kTransmit;
   int node = 0;        // where it happened
@@ -35,7 +37,10 @@ struct TraceRecord {
   uint8_t syndrome = 0;
   uint32_t length = 0;  // payload bytes, or the completion's byte_len
   uint64_t wr_id = 0;
-  std::string note;     // why a packet was dropped, which fault hit it
+};
+
+struct TraceRecord : TraceFields {
+  std::string note;  // why a packet was dropped, which fault hit it
 };
 
 // One line, e.g. "  12.345us sim0 qp17 -> sim1 qp18 SEND_ONLY psn 0 len 8".
@@ -46,9 +51,9 @@ class Trace {
   void set_keep(bool keep) { keep_ = keep; }
   bool keep() const { return keep_; }
   void Record(TraceRecord record);
-  // The same for a record whose note is `note` (record.note unused): the
-  // note is copied only when records are kept.
-  void Record(const TraceRecord& record, absl::string_view note);
+  // The same for a record of `fields` and `note`: a TraceRecord is built
+  // only when records are kept.
+  void Record(const TraceFields& fields, absl::string_view note = {});
   uint64_t hash() const { return hash_; }
   uint64_t size() const { return count_; }
   const std::vector<TraceRecord>& records() const { return records_; }
@@ -56,7 +61,7 @@ class Trace {
 
  private:
   // Mixes the record into the hash and counts it.
-  void Mix(const TraceRecord& r, absl::string_view note);
+  void Mix(const TraceFields& r, absl::string_view note);
   bool keep_ = false;
   uint64_t hash_ = 0xcbf29ce484222325ull;  // FNV-1a offset basis
   uint64_t count_ = 0;
