@@ -54,6 +54,34 @@ inline uint64_t DrawBelow(Rng& rng, uint64_t range) {
   return static_cast<uint64_t>(product >> 64);
 }
 
+// x / d and x % d for a 32-bit x and 2 <= d < 2^32 without a division
+// instruction: with c = ceil(2^64 / d), x / d is the high 64 bits of c * x,
+// and x % d the high 64 bits of (c * x mod 2^64) * d, exactly, for every
+// such x and d (Lemire, Kaser and Kurz, "Faster Remainder by Direct
+// Computation", 2019, for 32-bit operands and a 64-bit c). The pair loop
+// of RandomOrder divides by every d of 3 .. n+1 once per packet; a table
+// of c for the small ones saves a division's latency per pair.
+inline constexpr uint32_t kReciprocals = 260;  // d below it: 258 chunks
+struct Reciprocals {
+  uint64_t c[kReciprocals] = {};
+  constexpr Reciprocals() {
+    for (uint32_t d = 2; d < kReciprocals; ++d) c[d] = ~uint64_t{0} / d + 1;
+  }
+};
+inline constexpr Reciprocals kReciprocal{};
+
+inline void DivMod32(uint32_t x, uint32_t d, uint64_t* q, uint64_t* r) {
+  if (d >= 2 && d < kReciprocals) {
+    const uint64_t c = kReciprocal.c[d];
+    const uint64_t low = c * x;
+    *q = static_cast<uint64_t>((static_cast<unsigned __int128>(c) * x) >> 64);
+    *r = static_cast<uint64_t>((static_cast<unsigned __int128>(low) * d) >> 64);
+    return;
+  }
+  *q = x / d;
+  *r = x % d;
+}
+
 // Puts items[0 .. n-1] in a random order, as described above.
 template <typename Rng, typename T>
 void RandomOrder(T* items, uint32_t n, Rng& rng) {
@@ -68,9 +96,9 @@ void RandomOrder(T* items, uint32_t n, Rng& rng) {
     const uint64_t x = DrawBelow(rng, (b1 - 1) * b1);
     uint64_t first, second;
     if (x <= std::numeric_limits<uint32_t>::max()) {
-      // Every packet's chunk count (n below 2^16): a 32-bit division.
-      first = static_cast<uint32_t>(x) / static_cast<uint32_t>(b1);
-      second = static_cast<uint32_t>(x) % static_cast<uint32_t>(b1);
+      // Every packet's chunk count (n below 2^16): 32-bit operands.
+      DivMod32(static_cast<uint32_t>(x), static_cast<uint32_t>(b1), &first,
+               &second);
     } else {
       first = x / b1;
       second = x % b1;

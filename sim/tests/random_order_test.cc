@@ -49,6 +49,26 @@ TEST(RandomOrder, EveryOrderOfFourItemsIsAboutEquallyLikely) {
   }
 }
 
+TEST(DivMod32, IsTheDivisionForEveryDrawOfThePairLoop) {
+  // Every x the pair loop can draw for each divisor with a reciprocal
+  // (x below (d - 1) * d), and the edges of the 32-bit range.
+  for (uint32_t d = 2; d < kReciprocals + 4; ++d) {
+    for (uint32_t x = 0; x < (d - 1) * d; ++x) {
+      uint64_t q, r;
+      DivMod32(x, d, &q, &r);
+      ASSERT_EQ(q, x / d) << x << " / " << d;
+      ASSERT_EQ(r, x % d) << x << " % " << d;
+    }
+    for (uint32_t x : {0xffffffffu, 0xfffffffeu, 0x80000000u, 0x7fffffffu,
+                       d * 12345u, d * 12345u - 1}) {
+      uint64_t q, r;
+      DivMod32(x, d, &q, &r);
+      ASSERT_EQ(q, x / d) << x << " / " << d;
+      ASSERT_EQ(r, x % d) << x << " % " << d;
+    }
+  }
+}
+
 TEST(DrawBelow, StaysInRangeAndRejectsTheBiasedTail) {
   std::mt19937_64 rng(3);
   // A range just above 2^63: nearly half of all words are rejected, so
