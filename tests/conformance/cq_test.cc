@@ -302,6 +302,58 @@ TEST_P(CqTest, ReqNotifyWithoutAChannelIsAccepted) {
   EXPECT_OK(cq->ReqNotify(true));
 }
 
+// --- A destroyed QP's completions ---------------------------------------------
+
+// ibv_destroy_qp(3) does not say what becomes of completions of the QP that
+// are still in its CQ. rxe and siw leave them there (the CQ is a ring the
+// process maps, which destroying a QP does not touch), and so does every
+// sim profile; mlx4 and mlx5 remove them. A program that destroys a QP
+// before it has polled the QP's completions meets them later, with the
+// number of a QP that is gone (docs/semantics.md, section 10).
+TEST_P(CqTest, ADestroyedQpsCompletionsStayInItsCq) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Side> a, OpenSide(0));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Side> b,
+                       OpenSide(devices().size() > 1 ? 1 : 0));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CompChannel> channel,
+                       a->context->CreateCompChannel());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cq> cq,
+                       a->context->CreateCq(16, channel.get()));
+  QpInitAttr init;
+  init.send_cq = cq.get();
+  init.recv_cq = cq.get();
+  init.cap = {16, 16, 2, 2, 0};
+  init.qp_type = QpType::kRc;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Qp> qa, a->pd->CreateQp(init));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Qp> qb, CreateQpOn(*b, QpType::kRc));
+  ASSERT_OK(ConnectQps(qa.get(), a->gid, qb.get(), b->gid));
+  Buffer abuf(4096), bbuf(4096);
+  abuf.FillPattern(9, 0, 64);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Mr> amr,
+                       a->pd->RegMr(abuf.data(), 4096, kAccessLocalWrite));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Mr> bmr,
+      b->pd->RegMr(bbuf.data(), 4096, kAccessLocalWrite | kAccessRemoteWrite));
+  const uint32_t qpn = qa->qp_num();
+  ASSERT_OK(cq->ReqNotify(false));
+  const Sge sge = SgeOf(*amr, 0, 64);
+  SendWr write = MakeWr(WrOpcode::kRdmaWrite, 11, {&sge, 1});
+  write.rdma.remote_addr = bbuf.addr();
+  write.rdma.rkey = bmr->rkey();
+  ASSERT_OK(qa->PostSend(write));
+  // The completion is in the CQ once its event has come; nothing polls it
+  // before the QP is destroyed.
+  ASSERT_OK_AND_ASSIGN(Cq* event_cq, channel->GetEvent(kTimeout));
+  EXPECT_EQ(event_cq, cq.get());
+  channel->AckEvents(event_cq, 1);
+  ASSERT_OK(qa->Destroy());
+  ASSERT_OK_AND_ASSIGN(WorkCompletion wc, Await(cq.get()));
+  EXPECT_THAT(wc, WcOk(11u, WcOpcode::kRdmaWrite)) << wc;
+  EXPECT_EQ(wc.qp_num, qpn);
+  EXPECT_EQ(bbuf.Bytes(0, 64), abuf.Bytes(0, 64));
+  // Nothing else: the QP had no other work to flush.
+  EXPECT_THAT(Drain(cq.get(), absl::Milliseconds(20)), IsEmpty());
+}
+
 // --- Overflow ------------------------------------------------------------------
 
 TEST_P(CqTest, OverflowRaisesCqErrAndMovesTheQpToErr) {
