@@ -100,7 +100,7 @@ bool Fabric::Step() {
   return true;
 }
 
-bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
+bool Fabric::HelperWait(Lock& fabric_lock, absl::FunctionRef<bool()> done,
                         absl::Duration timeout, std::condition_variable& cv) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
   const absl::Time deadline = absl::Now() + timeout;
@@ -131,8 +131,8 @@ bool Fabric::HelperWait(Lock& fabric_lock, const std::function<bool()>& done,
     }
     // Wait for the application's calls (or the grace) to change things.
     NoteLockLeft(/*to_wait=*/true);
-    cv.wait_until(lock, absl::ToChronoTime(std::min(
-                            deadline, now + absl::Milliseconds(1))));
+    WaitOn(cv, lock,
+           absl::ToChronoTime(std::min(deadline, now + absl::Milliseconds(1))));
     NoteLockTaken();
   }
   return true;
@@ -150,7 +150,7 @@ void Fabric::NoteThread() {
   }
 }
 
-bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
+bool Fabric::DriveUntil(Lock& fabric_lock, absl::FunctionRef<bool()> done,
                         absl::Duration timeout, bool blocking,
                         WaitFor wait_for) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
@@ -177,8 +177,9 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
       if (done()) return true;
       if (!blocking || absl::Now() >= deadline) return false;
       NoteLockLeft(/*to_wait=*/true);
-      cv.wait_until(lock, std::min(absl::ToChronoTime(deadline),
-                                   std::chrono::system_clock::now() + period));
+      WaitOn(cv, lock,
+             std::min(absl::ToChronoTime(deadline),
+                      std::chrono::system_clock::now() + period));
       NoteLockTaken();
     }
   }
@@ -233,7 +234,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, const std::function<bool()>& done,
     // Idle, or frozen: only another thread can change anything now.
     if (absl::Now() >= real_deadline) return false;
     NoteLockLeft(/*to_wait=*/true);
-    cv.wait_until(lock, absl::ToChronoTime(real_deadline));
+    WaitOn(cv, lock, absl::ToChronoTime(real_deadline));
     NoteLockTaken();
   }
 }
@@ -245,7 +246,8 @@ bool Fabric::RunUntilIdle(absl::Duration max_virtual) {
     const absl::Time deadline = absl::Now() + max_virtual;
     std::unique_lock<std::mutex> lock(mu_);
     while (!events_.empty() && absl::Now() < deadline) {
-      cv_.wait_for(lock, std::chrono::milliseconds(1));
+      WaitOn(cv_, lock,
+             std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
     }
     return events_.empty();
   }

@@ -18,6 +18,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include <atomic>
@@ -425,7 +426,7 @@ class Fabric {
   //  otherwise take a core and the lock from the application at every
   //  completion.
   enum class WaitFor { kAnything, kAsyncEvent };
-  bool DriveUntil(Lock& lock, const std::function<bool()>& done,
+  bool DriveUntil(Lock& lock, absl::FunctionRef<bool()> done,
                   absl::Duration timeout, bool blocking,
                   WaitFor wait_for = WaitFor::kAnything);
   // Records the calling thread; from the second distinct thread on, the
@@ -463,9 +464,11 @@ class Fabric {
   AckTimerVerdict JudgeAckTimeout(const QpCore& qp);
   // Wakes every thread waiting in DriveUntil, whatever it waits for (call
   // after anything an async-event waiter may await too).
+  // Each wake costs nothing while no thread waits (the counts are kept
+  // under mu(), as every wait and every wake runs with it held).
   void Wake() {
-    cv_.notify_all();
-    async_cv_.notify_all();
+    if (cv_waiters_ > 0) cv_.notify_all();
+    if (async_cv_waiters_ > 0) async_cv_.notify_all();
   }
   // Work was posted (or a QP modified). In process, a thread that waits
   // for an async event only may be the one thread that will move the
@@ -473,13 +476,17 @@ class Fabric {
   // transport) that thread moves it, and only the threads that wait for
   // anything are woken.
   void WakeForPost() {
-    cv_.notify_all();
-    if (!has_progress_thread()) async_cv_.notify_all();
+    if (cv_waiters_ > 0) cv_.notify_all();
+    if (async_cv_waiters_ > 0 && !has_progress_thread()) {
+      async_cv_.notify_all();
+    }
   }
   // A completion was pushed: wakes the threads that wait for anything, not
   // those that wait for an async event only (an async event the completion
   // raises, a CQ overrun, wakes everyone through Wake).
-  void WakeForCompletion() { cv_.notify_all(); }
+  void WakeForCompletion() {
+    if (cv_waiters_ > 0) cv_.notify_all();
+  }
   uint64_t packets_sent() const { return packets_sent_; }
   // "now 1.2ms, 3 events pending, single-threaded": for timeout messages.
   std::string Describe() const;
@@ -579,6 +586,18 @@ class Fabric {
   // async event only on async_cv_ (DriveUntil's WaitFor).
   std::condition_variable cv_;
   std::condition_variable async_cv_;
+  // Threads in WaitOn(cv_) and WaitOn(async_cv_), under mu_.
+  int cv_waiters_ = 0;
+  int async_cv_waiters_ = 0;
+  // Waits on `cv` (cv_ or async_cv_) until `until`, counted as a waiter.
+  template <typename TimePoint>
+  void WaitOn(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+              TimePoint until) {
+    int& waiters = &cv == &async_cv_ ? async_cv_waiters_ : cv_waiters_;
+    ++waiters;
+    cv.wait_until(lock, until);
+    --waiters;
+  }
   std::vector<std::unique_ptr<Node>> nodes_;
   int64_t now_ns_ = 0;
   EventQueue events_;
@@ -658,7 +677,7 @@ class Fabric {
   std::atomic<int> last_app_tid_{0};
   static inline thread_local bool helper_thread_ = false;
   // A helper's blocking wait (DriveUntil).
-  bool HelperWait(Lock& lock, const std::function<bool()>& done,
+  bool HelperWait(Lock& lock, absl::FunctionRef<bool()> done,
                   absl::Duration timeout, std::condition_variable& cv);
   // The UDP transport (null in-process).
   std::unique_ptr<UdpSockets> udp_;
