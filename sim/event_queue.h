@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -43,8 +43,15 @@ class EventQueue {
     Push(at_ns, Kind::kCall, Take(&calls_, &free_calls_, std::move(fn)));
   }
   void PushArrival(int64_t at_ns, Packet&& packet, bool corrupt) {
-    Push(at_ns, corrupt ? Kind::kArriveCorrupt : Kind::kArrive,
-         Take(&packets_, &free_packets_, std::move(packet)));
+    uint32_t slot;
+    if (free_packets_.empty()) {
+      slot = packets_.Grow();
+    } else {
+      slot = free_packets_.back();
+      free_packets_.pop_back();
+    }
+    packets_[slot] = std::move(packet);
+    Push(at_ns, corrupt ? Kind::kArriveCorrupt : Kind::kArrive, slot);
   }
 
   // Removes the earliest event from the queue. A function is moved out
@@ -100,7 +107,28 @@ class EventQueue {
   uint64_t next_seq_ = 0;
   std::vector<std::function<void()>> calls_;
   std::vector<uint32_t> free_calls_;
-  std::deque<Packet> packets_;  // a deque: a slot never moves
+  // Packets in chunks of a fixed power-of-two size: a slot never moves,
+  // and finding one is a shift and a mask.
+  class PacketPool {
+   public:
+    Packet& operator[](uint32_t slot) {
+      return chunks_[slot >> kChunkBits][slot & (kChunk - 1)];
+    }
+    // A new slot at the end.
+    uint32_t Grow() {
+      if (size_ % kChunk == 0) {
+        chunks_.push_back(std::make_unique<Packet[]>(kChunk));
+      }
+      return size_++;
+    }
+
+   private:
+    static constexpr uint32_t kChunkBits = 6;
+    static constexpr uint32_t kChunk = 1u << kChunkBits;
+    std::vector<std::unique_ptr<Packet[]>> chunks_;
+    uint32_t size_ = 0;
+  };
+  PacketPool packets_;
   std::vector<uint32_t> free_packets_;
 };
 

@@ -87,8 +87,13 @@ class Payload {
       heap_ = std::move(o.heap_);
       capacity_ = o.capacity_;
       size_ = o.size_;
+    } else if (heap_) {
+      Set(o.inline_, o.size_);  // into this one's heap storage
     } else {
-      Set(o.inline_, o.size_);  // into this one's heap storage, if any
+      // The whole inline array: a fixed-size copy is two moves, cheaper
+      // than a call for the `o.size_` bytes that matter.
+      std::memcpy(inline_, o.inline_, kInline);
+      size_ = o.size_;
     }
     o.size_ = 0;
     o.capacity_ = 0;
@@ -97,7 +102,7 @@ class Payload {
   size_t size_ = 0;
   size_t capacity_ = 0;  // of heap_
   std::unique_ptr<uint8_t[]> heap_;
-  uint8_t inline_[kInline];
+  uint8_t inline_[kInline] = {};
 };
 
 }  // namespace verbsim::sim

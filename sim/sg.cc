@@ -47,27 +47,21 @@ void ScatterTo(absl::Span<const Sge> sges, uint64_t offset,
                });
 }
 
-std::vector<uint8_t> GatherFrom(absl::Span<const Sge> sges) {
-  std::vector<uint8_t> out(SgeTotal(sges));
-  uint64_t at = 0;
-  for (const Sge& s : sges) {
-    if (s.length > 0) {
-      std::memcpy(out.data() + at, reinterpret_cast<const void*>(s.addr),
-                  s.length);
-    }
-    at += s.length;
-  }
-  return out;
+Payload GatherFrom(absl::Span<const Sge> sges) {
+  return GatherPrefix(sges, SgeTotal(sges));
 }
 
-std::vector<uint8_t> GatherPrefix(absl::Span<const Sge> sges, uint64_t len) {
-  std::vector<uint8_t> out;
-  out.reserve(len);
+Payload GatherPrefix(absl::Span<const Sge> sges, uint64_t len) {
+  Payload out;
+  out.ResizeForOverwrite(std::min(len, SgeTotal(sges)));
+  uint64_t at = 0;
   for (const Sge& s : sges) {
-    if (out.size() >= len) break;
-    const uint64_t n = std::min<uint64_t>(s.length, len - out.size());
-    const auto* p = reinterpret_cast<const uint8_t*>(s.addr);
-    if (n > 0) out.insert(out.end(), p, p + n);
+    if (at >= out.size()) break;
+    const uint64_t n = std::min<uint64_t>(s.length, out.size() - at);
+    if (n > 0) {
+      std::memcpy(out.data() + at, reinterpret_cast<const void*>(s.addr), n);
+    }
+    at += n;
   }
   return out;
 }

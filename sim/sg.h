@@ -9,6 +9,7 @@
 #include "absl/types/span.h"
 #include "core/types.h"
 #include "sim/keys.h"
+#include "sim/payload.h"
 
 namespace verbsim::sim {
 
@@ -16,10 +17,12 @@ uint64_t SgeTotal(absl::Span<const Sge> sges);
 // Copies `len` bytes at message offset `offset` into the SGEs.
 void ScatterTo(absl::Span<const Sge> sges, uint64_t offset,
                const uint8_t* data, uint64_t len);
-// Copies the whole message out of the SGEs.
-std::vector<uint8_t> GatherFrom(absl::Span<const Sge> sges);
-// Copies the first `len` bytes of the message out of the SGEs.
-std::vector<uint8_t> GatherPrefix(absl::Span<const Sge> sges, uint64_t len);
+// Copies the whole message out of the SGEs (a small one stays inside the
+// Payload: no allocation).
+Payload GatherFrom(absl::Span<const Sge> sges);
+// Copies the first `len` bytes of the message out of the SGEs, or all of
+// it if shorter.
+Payload GatherPrefix(absl::Span<const Sge> sges, uint64_t len);
 // Copies [offset, offset + len) of the message out of the SGEs into `out`,
 // which has room for `len` bytes.
 void GatherRange(absl::Span<const Sge> sges, uint64_t offset, uint64_t len,

@@ -142,7 +142,7 @@ struct SendWqe {
   bool is_inline = false;
   // Inline bytes, or gathered when first sent where the profile gathers at
   // post (MemoryModel); empty while each packet reads its own bytes.
-  std::vector<uint8_t> data;
+  Payload data;
   // KeyTable::changes() when the SGEs passed their check: while it is the
   // same, bytes read later need no second check.
   uint64_t checked_at_changes = 0;
