@@ -8,34 +8,6 @@
 #include "sim/packet.h"
 
 namespace verbsim::sim {
-namespace {
-
-// FNV-1a's step over a 64-bit word rather than a byte, with a shift to
-// carry the high bits down (the hash only has to tell runs apart, not
-// resist attack).
-void MixWord(uint64_t& h, uint64_t v) {
-  h ^= v;
-  h *= 0x100000001b3ull;  // FNV-1a prime
-  h ^= h >> 29;
-}
-
-// A record's fields in one word: each field word times an odd constant of
-// its own (a bijection, so a change of any one field changes the digest),
-// rotated apart and combined. The multiplications are independent of one
-// another, so a record costs the hash one step of its serial chain, not
-// one per field.
-uint64_t Digest(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
-                uint64_t f) {
-  auto rotl = [](uint64_t x, int k) { return x << k | x >> (64 - k); };
-  return (a * 0x9e3779b97f4a7c15ull) ^
-         rotl(b * 0xbf58476d1ce4e5b9ull, 11) ^
-         rotl(c * 0x94d049bb133111ebull, 22) ^
-         rotl(d * 0xd6e8feb86659fd93ull, 33) ^
-         rotl(e * 0xff51afd7ed558ccdull, 44) ^
-         rotl(f * 0xc4ceb9fe1a85ec53ull, 55);
-}
-
-}  // namespace
 
 absl::string_view TraceKindName(TraceKind kind) {
   switch (kind) {
@@ -49,18 +21,7 @@ absl::string_view TraceKindName(TraceKind kind) {
   return "?";
 }
 
-void Trace::Mix(const TraceFields& r, absl::string_view note) {
-  MixWord(
-      hash_,
-      Digest(static_cast<uint64_t>(r.time_ns),
-             static_cast<uint64_t>(r.kind) |
-                 static_cast<uint64_t>(static_cast<uint32_t>(r.node)) << 8 |
-                 static_cast<uint64_t>(r.opcode) << 40 |
-                 static_cast<uint64_t>(r.syndrome) << 48,
-             static_cast<uint64_t>(r.qpn) << 32 | r.peer_qpn,
-             static_cast<uint64_t>(static_cast<uint32_t>(r.peer_node)) << 32 |
-                 r.psn,
-             static_cast<uint64_t>(r.length) << 32, r.wr_id));
+void Trace::MixNote(absl::string_view note) {
   for (size_t i = 0; i < note.size(); i += 8) {
     uint64_t word = 0;
     for (size_t k = i; k < i + 8 && k < note.size(); ++k) {
@@ -68,7 +29,6 @@ void Trace::Mix(const TraceFields& r, absl::string_view note) {
     }
     MixWord(hash_, word);
   }
-  ++count_;
 }
 
 void Trace::Record(TraceRecord r) {
@@ -76,14 +36,11 @@ void Trace::Record(TraceRecord r) {
   if (keep_) records_.push_back(std::move(r));
 }
 
-void Trace::Record(const TraceFields& fields, absl::string_view note) {
-  Mix(fields, note);
-  if (keep_) {
-    TraceRecord r;
-    static_cast<TraceFields&>(r) = fields;
-    r.note = std::string(note);
-    records_.push_back(std::move(r));
-  }
+void Trace::Keep(const TraceFields& fields, absl::string_view note) {
+  TraceRecord r;
+  static_cast<TraceFields&>(r) = fields;
+  r.note = std::string(note);
+  records_.push_back(std::move(r));
 }
 
 std::string FormatTraceRecord(const TraceRecord& r) {
