@@ -150,9 +150,8 @@ void Fabric::NoteThread() {
   }
 }
 
-bool Fabric::DriveUntil(Lock& fabric_lock, absl::FunctionRef<bool()> done,
-                        absl::Duration timeout, bool blocking,
-                        WaitFor wait_for) {
+bool Fabric::Drive(Lock& fabric_lock, absl::FunctionRef<bool()> done,
+                   absl::Duration timeout, bool blocking, WaitFor wait_for) {
   std::unique_lock<std::mutex>& lock = fabric_lock.unique_lock();
   std::condition_variable& cv =
       wait_for == WaitFor::kAsyncEvent ? async_cv_ : cv_;
@@ -183,23 +182,7 @@ bool Fabric::DriveUntil(Lock& fabric_lock, absl::FunctionRef<bool()> done,
       NoteLockTaken();
     }
   }
-  if (!blocking) {
-    // A poll: what is due now, else the events of the next moment.
-    int64_t limit = now_ns_;
-    bool stepped_time = frozen_;  // frozen: never the next moment
-    while (!done()) {
-      if (events_.empty()) return false;
-      if (events_.top_at_ns() <= limit) {
-        Step();
-      } else if (!stepped_time) {
-        limit = events_.top_at_ns();
-        stepped_time = true;
-      } else {
-        return false;
-      }
-    }
-    return true;
-  }
+  if (!blocking) return RunForPoll(done);
   const int64_t budget =
       std::max<int64_t>(0, absl::ToInt64Nanoseconds(timeout));
   bool real_time = false;
@@ -237,6 +220,23 @@ bool Fabric::DriveUntil(Lock& fabric_lock, absl::FunctionRef<bool()> done,
     WaitOn(cv, lock, absl::ToChronoTime(real_deadline));
     NoteLockTaken();
   }
+}
+
+bool Fabric::RunForPoll(absl::FunctionRef<bool()> done) {
+  int64_t limit = now_ns_;
+  bool stepped_time = frozen_;  // frozen: never the next moment
+  while (!done()) {
+    if (events_.empty()) return false;
+    if (events_.top_at_ns() <= limit) {
+      Step();
+    } else if (!stepped_time) {
+      limit = events_.top_at_ns();
+      stepped_time = true;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool Fabric::RunUntilIdle(absl::Duration max_virtual) {

@@ -428,7 +428,14 @@ class Fabric {
   enum class WaitFor { kAnything, kAsyncEvent };
   bool DriveUntil(Lock& lock, absl::FunctionRef<bool()> done,
                   absl::Duration timeout, bool blocking,
-                  WaitFor wait_for = WaitFor::kAnything);
+                  WaitFor wait_for = WaitFor::kAnything) {
+    // A poll in process, the commonest call, in a small frame.
+    if (!blocking && udp_ == nullptr) {
+      NoteThread();
+      return RunForPoll(done);
+    }
+    return Drive(lock, done, timeout, blocking, wait_for);
+  }
   // Records the calling thread; from the second distinct thread on, the
   // fabric is in multi-threaded mode (see DriveUntil).
   void NoteThread();
@@ -676,6 +683,12 @@ class Fabric {
   // keep to kHelperGrace.
   std::atomic<int> last_app_tid_{0};
   static inline thread_local bool helper_thread_ = false;
+  // DriveUntil but for a poll in process (fabric.cc).
+  bool Drive(Lock& lock, absl::FunctionRef<bool()> done,
+             absl::Duration timeout, bool blocking, WaitFor wait_for);
+  // A poll's run: what is due now, else the events of the next moment,
+  // until `done`.
+  bool RunForPoll(absl::FunctionRef<bool()> done);
   // A helper's blocking wait (DriveUntil).
   bool HelperWait(Lock& lock, absl::FunctionRef<bool()> done,
                   absl::Duration timeout, std::condition_variable& cv);
