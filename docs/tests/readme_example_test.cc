@@ -47,10 +47,12 @@ TEST(ReadmeExample, RunsAndMatchesTheReadme) {
   char src[64] = "hello", dst[64] = {};
   auto src_mr = client.RegMsgs(src, sizeof(src));
   auto dst_mr = server.RegWrite(dst, sizeof(dst));
-  client.PostWrite(/*wr_id=*/1, src, 6, src_mr->get(), verbsim::kSendSignaled,
-                   reinterpret_cast<uint64_t>(dst), (*dst_mr)->rkey());
+  absl::Status posted = client.PostWrite(
+      /*wr_id=*/1, src, 6, src_mr->get(), verbsim::kSendSignaled,
+      reinterpret_cast<uint64_t>(dst), (*dst_mr)->rkey());
   auto wc = client.GetSendComp();  // wc->status == verbsim::WcStatus::kSuccess
   // END README EXAMPLE
+  ASSERT_TRUE(posted.ok()) << posted;
   ASSERT_TRUE(wc.ok()) << wc.status();
   EXPECT_EQ(wc->status, verbsim::WcStatus::kSuccess);
   EXPECT_STREQ(dst, "hello");

@@ -31,7 +31,9 @@ TEST(RingTest, KeepsOrderAcrossWrapAndGrowth) {
     for (size_t i = 0; i < r.size(); ++i) {
       ASSERT_EQ(r[i], first + static_cast<int>(i)) << "round " << round;
     }
-    if (!r.empty()) ASSERT_EQ(r.back(), next - 1);
+    if (!r.empty()) {
+      ASSERT_EQ(r.back(), next - 1);
+    }
   }
   std::vector<int> want;
   for (int v = first; v < next; ++v) want.push_back(v);
