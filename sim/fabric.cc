@@ -116,7 +116,7 @@ bool Fabric::HelperWait(Lock& fabric_lock, absl::FunctionRef<bool()> done,
       quiet_since = now;
     }
     const bool app_idle =
-        callers_.load(std::memory_order_relaxed) == 0 &&
+        AppThreadsInCalls() == 0 &&
         now - quiet_since >= kHelperGrace &&
         (now - quiet_since >= kHelperGraceRunnable ||
          !ThreadIsRunnable(last_app_tid_.load(std::memory_order_relaxed)));
@@ -192,7 +192,7 @@ bool Fabric::Drive(Lock& fabric_lock, absl::FunctionRef<bool()> done,
   while (true) {
     if (done()) return true;
     if (!real_time &&
-        (multi_threaded_ || callers_.load(std::memory_order_relaxed) > 1)) {
+        (multi_threaded_ || AppThreadsInCalls() > 1)) {
       multi_threaded_ = true;
       real_time = true;
       limit = INT64_MAX;

@@ -171,7 +171,6 @@ class Fabric {
    public:
     explicit Lock(Fabric& fabric) : fabric_(fabric) {
       if (!helper_thread_) {
-        fabric_.callers_.fetch_add(1, std::memory_order_relaxed);
         // Only "it changed" matters, so a relaxed load and store do (a
         // count lost to a race is harmless): no locked instruction here.
         fabric_.app_calls_.store(
@@ -182,18 +181,16 @@ class Fabric {
       }
       fabric_.TakeLock();
       lock_ = std::unique_lock<std::mutex>(fabric_.mu_, std::adopt_lock);
+      if (!helper_thread_) ++fabric_.callers_;
       // In real time (UDP transport) "now" is the wall clock of the call,
       // so that a timer armed by a post runs its full length.
       fabric_.SyncClock();
     }
     ~Lock() {
-      if (lock_.owns_lock()) {
-        fabric_.NoteLockLeft();
-        lock_.unlock();
-      }
-      if (!helper_thread_) {
-        fabric_.callers_.fetch_sub(1, std::memory_order_relaxed);
-      }
+      if (!lock_.owns_lock()) lock_.lock();  // (every path gives it back)
+      if (!helper_thread_) --fabric_.callers_;
+      fabric_.NoteLockLeft();
+      lock_.unlock();
     }
     Lock(const Lock&) = delete;
     Lock& operator=(const Lock&) = delete;
@@ -672,10 +669,16 @@ class Fabric {
   std::atomic<uint64_t> lock_turns_{0};
   void WaitForTurn(uintptr_t me);
   void TakeAskedTurn(uintptr_t me);
-  std::atomic<int> callers_{0};  // application threads only
+  // Application threads inside a call that took the lock (counted under
+  // mu_, so without a locked instruction); with lock_waiters_, those
+  // waiting for it: AppThreadsInCalls.
+  int callers_ = 0;
+  int AppThreadsInCalls() const {
+    return callers_ + lock_waiters_.load(std::memory_order_relaxed);
+  }
   // Counts the application's calls (helpers excluded): a helper sees the
-  // application away when no call is in progress (callers_) and this stays
-  // the same for kHelperGrace.
+  // application away when no call is in progress (AppThreadsInCalls) and
+  // this stays the same for kHelperGrace.
   std::atomic<uint64_t> app_calls_{0};
   // The kernel thread id of the application thread that called in last. In
   // a child after fork(2) it may name the parent's thread (CurrentThreadTid

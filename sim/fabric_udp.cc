@@ -213,6 +213,7 @@ void Fabric::UnlockInChildAfterFork() {
   lock_waiters_.store(0, std::memory_order_relaxed);
   lock_holder_.store(0, std::memory_order_relaxed);
   lock_state_.store(0, std::memory_order_relaxed);
+  callers_ = 0;  // the parent's threads inside calls are not the child's
   UnlockAfterFork();
 }
 
