@@ -86,13 +86,9 @@ class SimCq : public Cq {
     Lock lock(*fabric_);
     if (st_->dead) return Errno(EINVAL, "cq %u is destroyed", st_->id);
     if (wcs.empty()) return 0;
-    if (st_->entries.empty()) {
-      fabric_->DriveUntil(
-          lock, [this] { return !st_->entries.empty(); },
-          absl::ZeroDuration(), /*blocking=*/false);
-    } else {
-      fabric_->NoteThread();  // as DriveUntil does, which would run nothing
-    }
+    fabric_->DriveUntil(
+        lock, [this] { return !st_->entries.empty(); }, absl::ZeroDuration(),
+        /*blocking=*/false);
     int n = 0;
     while (n < static_cast<int>(wcs.size()) && !st_->entries.empty()) {
       wcs[n++] = st_->entries.front();

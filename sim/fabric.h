@@ -686,7 +686,8 @@ class Fabric {
   // keep to kHelperGrace.
   std::atomic<int> last_app_tid_{0};
   static inline thread_local bool helper_thread_ = false;
-  // DriveUntil but for a poll in process (fabric.cc).
+  // DriveUntil's other cases: a blocking wait, or the UDP transport's
+  // real time (fabric.cc).
   bool Drive(Lock& lock, absl::FunctionRef<bool()> done,
              absl::Duration timeout, bool blocking, WaitFor wait_for);
   // A poll's run: what is due now, else the events of the next moment,
