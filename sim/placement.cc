@@ -65,7 +65,12 @@ void PlaceDue(QpCore& qp) {
   for (auto it = qp.placements.begin(); it != qp.placements.end();) {
     if (it->due_ns <= now) {
       Place(*it);
-      it = qp.placements.erase(it);
+      if (it == qp.placements.begin()) {
+        qp.placements.pop_front();
+        it = qp.placements.begin();
+      } else {
+        it = qp.placements.erase(it);
+      }
     } else {
       ++it;
     }
@@ -90,30 +95,23 @@ void PlaceInChunks(QpCore& qp, uint64_t va, Payload&& data,
   Fabric* fabric = qp.node->fabric;
   const uint32_t chunks =
       static_cast<uint32_t>((data.size() + kChunk - 1) / kChunk);
-  // A 4 KiB packet has 64 chunks: its order and mask live on the stack.
-  uint32_t small_order[64];
-  std::unique_ptr<uint32_t[]> large_order;
-  uint32_t* order = small_order;
-  if (chunks > 64) {
-    large_order.reset(new uint32_t[chunks]);
-    order = large_order.get();
-  }
-  for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
-  RandomOrder(order, chunks, rng);
+  // Which chunks land now (the rest land later) is what the draws decide.
   // (A single chunk here is one chosen to land late.)
-  const uint32_t now_count =
-      chunks == 1 ? 0 : static_cast<uint32_t>(rng() % (chunks + 1));
-  // The first now_count chunks of the shuffled order land now: which ones
-  // is what the draws decide, and the rest land later.
   ChunkMask now_mask((chunks + 63) / 64, 0);
-  if (chunks <= 64) {
-    uint64_t word = 0;
-    for (uint32_t i = 0; i < now_count; ++i) word |= uint64_t{1} << order[i];
-    now_mask[0] = word;
-  } else {
+  uint32_t now_count = 0;
+  if (chunks > 64) {
+    // The first now_count chunks of a random order land now.
+    std::unique_ptr<uint32_t[]> order(new uint32_t[chunks]);
+    for (uint32_t i = 0; i < chunks; ++i) order[i] = i;
+    RandomOrder(order.get(), chunks, rng);
+    now_count = static_cast<uint32_t>(rng() % (chunks + 1));
     for (uint32_t i = 0; i < now_count; ++i) {
       now_mask[order[i] / 64] |= uint64_t{1} << (order[i] % 64);
     }
+  } else if (chunks > 1) {
+    // Every packet up to 4 KiB: the same draws, without the order.
+    now_mask[0] = ChunksLandingNow(rng, chunks);
+    now_count = static_cast<uint32_t>(__builtin_popcountll(now_mask[0]));
   }
   CopyChunks(va, data, now_mask);
   if (now_count == chunks) return;

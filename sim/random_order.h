@@ -1,12 +1,14 @@
-// A uniformly random order of n items, drawn from one of the fabric's
-// seeded 64-bit streams. Placement (placement.cc) draws the order in which
-// a packet's chunks land with it, once per RDMA write packet, so it is on
-// the hot path of every large write.
+// A uniformly random order of n items, and the random subset of a packet's
+// chunks that lands at once, drawn from one of the fabric's seeded 64-bit
+// streams. Placement (placement.cc) draws once per RDMA write packet, so
+// this is on the hot path of every large write: a packet of up to 64
+// chunks (4 KiB) takes ChunksLandingNow, a larger one RandomOrder.
 //
-// The algorithm is fixed here, not left to the standard library, because
-// the draws decide which chunks land late and so the timelines a seed
-// reproduces: the same seed must place the same chunks with any compiler.
-// It is the one the placement has always used:
+// The algorithms are fixed here, not left to the standard library, because
+// the draws decide which chunks land late and when the rest lands, and so
+// the timelines a seed reproduces: the same seed must place the same chunks
+// with any compiler. Both take the words the placement has always taken,
+// those of this order:
 //
 //   Fisher-Yates from the front: item i (i = 1 .. n-1) swaps with a
 //   position drawn uniformly from 0 .. i. When n is even, item 1 goes
@@ -106,6 +108,63 @@ void RandomOrder(T* items, uint32_t n, Rng& rng) {
     std::swap(items[i], items[first]);
     std::swap(items[i + 1], items[second]);
   }
+}
+
+// The raw word DrawBelow(rng, range) accepts: it draws exactly the words
+// DrawBelow would and returns the last, whose bits are then as good as
+// uniform (the rejected tail is below 2^-32 of all words for every range the
+// placement uses).
+template <typename Rng>
+inline uint64_t AcceptedWord(Rng& rng, uint64_t range) {
+  uint64_t word = static_cast<uint64_t>(rng());
+  unsigned __int128 product = static_cast<unsigned __int128>(word) * range;
+  if (__builtin_expect(static_cast<uint64_t>(product) < range, 0)) {
+    const uint64_t threshold = (0 - range) % range;
+    while (static_cast<uint64_t>(product) < threshold) {
+      word = static_cast<uint64_t>(rng());
+      product = static_cast<unsigned __int128>(word) * range;
+    }
+  }
+  return word;
+}
+
+// Which of a packet's n chunks (2 <= n <= 64) land at once: bit i for chunk
+// i. The count is uniform in 0 .. n and, given the count, every subset of
+// that size is equally likely (as with a prefix of RandomOrder's order).
+//
+// It takes exactly the words that RandomOrder(items, n) and then one more
+// word (the count, word % (n + 1)) take, so every later draw of the stream
+// (when the rest lands, what comes after) is the same: only which chunks
+// land at once differs from the order RandomOrder would give. The subset is
+// Floyd's sampling of the smaller of it and its complement: member j
+// (j = n - s .. n - 1 for a subset of size s) takes a position t uniform in
+// 0 .. j from the next 32 bits of the shuffle's words (t = bits * (j + 1) /
+// 2^32, biased by at most 2^-26), and j itself when t is taken already.
+template <typename Rng>
+uint64_t ChunksLandingNow(Rng& rng, uint32_t n) {
+  uint64_t words[32];
+  uint32_t count = 0;
+  uint32_t i = 1;
+  if (n % 2 == 0) {
+    words[count++] = AcceptedWord(rng, 2);
+    i = 2;
+  }
+  for (; i < n; i += 2) {
+    words[count++] = AcceptedWord(rng, (uint64_t{i} + 1) * (uint64_t{i} + 2));
+  }
+  const uint32_t now = static_cast<uint32_t>(rng() % (n + 1));
+  const uint32_t size = now <= n - now ? now : n - now;
+  uint64_t subset = 0;
+  for (uint32_t k = 0; k < size; ++k) {
+    const uint64_t word = words[k / 2];
+    const uint64_t bits = k % 2 == 0 ? word & 0xffffffffu : word >> 32;
+    const uint32_t j = n - size + k;
+    const uint32_t t = static_cast<uint32_t>((bits * (uint64_t{j} + 1)) >> 32);
+    subset |= (subset >> t & 1) != 0 ? uint64_t{1} << j : uint64_t{1} << t;
+  }
+  if (now == size) return subset;
+  const uint64_t all = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  return all & ~subset;
 }
 
 }  // namespace verbsim::sim

@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -78,10 +79,82 @@ TEST(DrawBelow, StaysInRangeAndRejectsTheBiasedTail) {
   for (uint64_t r = 1; r < 100; ++r) EXPECT_LT(DrawBelow(rng, r), r);
 }
 
+// A generator that gives a fixed list of words, then counts up.
+class Scripted {
+ public:
+  using result_type = uint64_t;
+  explicit Scripted(std::vector<uint64_t> words) : words_(std::move(words)) {}
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return ~uint64_t{0}; }
+  uint64_t operator()() {
+    return next_ < words_.size() ? words_[next_++] : 1000 + next_++;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  size_t next_ = 0;
+};
+
+TEST(ChunksLandingNow, TakesTheDrawsOfRandomOrderAndTheCount) {
+  // What lands later, and every later draw, come from the words after
+  // these: they must be the same words as with RandomOrder.
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    for (uint32_t n = 2; n <= 64; ++n) {
+      std::mt19937_64 ours(seed), theirs(seed);
+      const uint64_t mask = ChunksLandingNow(ours, n);
+      std::vector<uint32_t> order = Ordered(n);
+      RandomOrder(order.data(), n, theirs);
+      const uint64_t count = theirs() % (n + 1);
+      EXPECT_EQ(static_cast<uint64_t>(__builtin_popcountll(mask)), count)
+          << "seed=" << seed << " n=" << n;
+      if (n < 64) EXPECT_EQ(mask >> n, 0u) << "seed=" << seed << " n=" << n;
+      EXPECT_EQ(ours(), theirs()) << "the streams went apart: seed=" << seed
+                                  << " n=" << n;
+    }
+  }
+}
+
+TEST(ChunksLandingNow, RejectsTheWordsDrawBelowRejects) {
+  // n = 3 draws once, in 0 .. 5; 2^64 mod 6 = 4, so the words 0 and
+  // 2^63 (products 0 and 2 mod 2^64) are rejected and drawn again.
+  for (const std::vector<uint64_t>& script :
+       {std::vector<uint64_t>{0, 7, 9}, std::vector<uint64_t>{0, 0, 1u << 20},
+        std::vector<uint64_t>{uint64_t{1} << 63, 5, 11}}) {
+    Scripted ours(script), theirs(script);
+    const uint64_t mask = ChunksLandingNow(ours, 3);
+    std::vector<uint32_t> order = Ordered(3);
+    RandomOrder(order.data(), 3, theirs);
+    EXPECT_EQ(static_cast<uint64_t>(__builtin_popcountll(mask)),
+              theirs() % 4);
+    EXPECT_EQ(ours(), theirs());
+  }
+}
+
+TEST(ChunksLandingNow, EverySubsetOfASizeIsAboutEquallyLikely) {
+  // The count is uniform in 0 .. n, and each subset of a count equally
+  // likely: a subset of k of n chunks is expected
+  // rounds / (n + 1) / C(n, k) times.
+  for (uint32_t n : {4u, 5u}) {
+    const int rounds = 300000;
+    std::mt19937_64 rng(n);
+    std::map<uint64_t, int> seen;
+    for (int round = 0; round < rounds; ++round) ++seen[ChunksLandingNow(rng, n)];
+    ASSERT_EQ(seen.size(), size_t{1} << n) << "n=" << n;
+    for (const auto& [mask, times] : seen) {
+      const int k = __builtin_popcountll(mask);
+      int choose = 1;
+      for (int i = 0; i < k; ++i) choose = choose * (static_cast<int>(n) - i) / (i + 1);
+      const double expected = static_cast<double>(rounds) / (n + 1) / choose;
+      EXPECT_NEAR(times, expected, expected * 0.1)
+          << "n=" << n << " mask=" << mask;
+    }
+  }
+}
+
 #if defined(__GLIBCXX__)
 // The placement's draws have always been those of libstdc++'s shuffle and
 // uniform_int_distribution with a 64-bit generator: the same seeds must
-// keep placing the same chunks (and so keep every timeline and trace).
+// keep taking the same words (and so keep every timeline and trace).
 TEST(RandomOrder, DrawsAsThePlacementAlwaysHas) {
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     for (uint32_t n : {1u, 2u, 3u, 7u, 16u, 63u, 64u, 65u, 128u, 141u}) {
