@@ -40,7 +40,7 @@ void Violation(const std::string& what) {
 }
 
 void ExpectErrno(const absl::Status& status, int expected,
-                 const std::string& what) {
+                 absl::string_view what) {
   const int got = ErrnoOf(status);
   if (got != expected) {
     Violation(absl::StrCat(what, ": expected ",
@@ -89,7 +89,7 @@ void ShadowedBuffer::AcceptActual(size_t offset, size_t n) {
   std::memcpy(shadow_.data() + offset, bytes_.data() + offset, n);
 }
 
-void ShadowedBuffer::Check(const std::string& what) const {
+void ShadowedBuffer::Check(absl::string_view what) const {
   if (std::memcmp(bytes_.data(), shadow_.data(), bytes_.size()) == 0) return;
   size_t first = 0;
   while (bytes_[first] == shadow_[first]) ++first;

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/provider.h"
 #include "core/verbs.h"
 #include "fuzz/bytes.h"
@@ -46,9 +47,11 @@ void ResetNotes();
 // documentation and the reproducers fail.
 bool Strict();
 
-// `status` must carry errno `expected` (0: OK).
+// `status` must carry errno `expected` (0: OK). (`what` is a view: the
+// harnesses call this for every verb, mostly with literals, and a
+// std::string of one would be an allocation each time.)
 void ExpectErrno(const absl::Status& status, int expected,
-                 const std::string& what);
+                 absl::string_view what);
 
 // Fills `bytes` with a pattern derived from `seed` (xorshift).
 void FillPattern(uint8_t* bytes, size_t n, uint64_t seed);
@@ -73,7 +76,7 @@ class ShadowedBuffer {
   // whose content the rules leave undefined).
   void AcceptActual(size_t offset, size_t n);
   // Violation naming the first differing byte.
-  void Check(const std::string& what) const;
+  void Check(absl::string_view what) const;
 
  private:
   std::vector<uint8_t> bytes_;
