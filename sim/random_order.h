@@ -160,7 +160,9 @@ uint64_t ChunksLandingNow(Rng& rng, uint32_t n) {
     const uint64_t bits = k % 2 == 0 ? word & 0xffffffffu : word >> 32;
     const uint32_t j = n - size + k;
     const uint32_t t = static_cast<uint32_t>((bits * (uint64_t{j} + 1)) >> 32);
-    subset |= (subset >> t & 1) != 0 ? uint64_t{1} << j : uint64_t{1} << t;
+    // Without a branch: whether t is taken cannot be predicted.
+    const uint64_t taken = 0 - (subset >> t & 1);
+    subset |= (uint64_t{1} << j & taken) | (uint64_t{1} << t & ~taken);
   }
   if (now == size) return subset;
   const uint64_t all = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
