@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/errors.h"
 #include "core/names.h"
@@ -19,6 +20,9 @@ namespace verbsim::sim {
 namespace {
 
 using Lock = Fabric::Lock;
+// The sim state of the handles a post's WRs name (UD address handles,
+// BIND_MW windows and regions); a short list stays on the stack.
+using ResolvedWrs = absl::InlinedVector<ResolvedWr, 4>;
 
 class SimQp : public Qp {
  public:
@@ -102,7 +106,7 @@ class SimQp : public Qp {
     Lock lock(*fabric_);
     // Only UD sends and BIND_MW name handles; a list without them leaves
     // `resolved` empty (sim::PostSend reads that as nothing to resolve).
-    std::vector<ResolvedWr> resolved;
+    ResolvedWrs resolved;
     const bool names_handles =
         std::any_of(wrs.begin(), wrs.end(), [](const SendWr& wr) {
           return wr.ud.ah != nullptr || wr.opcode == WrOpcode::kBindMw;
@@ -149,7 +153,7 @@ class SimQp : public Qp {
     wr.bind_mw.rkey = IncRkey(named);
     wr.bind_mw.current_rkey = named;
     wr.bind_mw.bind_info = b;
-    std::vector<ResolvedWr> resolved;
+    ResolvedWrs resolved;
     if (absl::Status s = Resolve(wr, &resolved, 1); !s.ok()) return s;
     resolved[0].bind_verb = true;
     // libibverbs ibv_bind_mw: the region and the window share a PD.
@@ -213,7 +217,7 @@ class SimQp : public Qp {
   }
   // Resolves the public handles `wr` names into sim state (appended to
   // `out`); EINVAL for a handle of another provider.
-  static absl::Status Resolve(const SendWr& wr, std::vector<ResolvedWr>* out,
+  static absl::Status Resolve(const SendWr& wr, ResolvedWrs* out,
                               size_t reserve) {
     if (out->empty()) out->reserve(reserve);
     ResolvedWr r;
