@@ -38,8 +38,15 @@ absl::string_view ErrnoName(int err) {
 }
 
 absl::Status ErrnoError(int err, absl::string_view message) {
-  absl::Status status = absl::ErrnoToStatus(
-      err, absl::StrCat(ErrnoName(err), ": ", message));
+  // The text absl::ErrnoToStatus would give ("<message>: <strerror>"),
+  // built in one string: an error Status is on every refused call's path
+  // (and on most steps of a fuzzer's input), so the intermediate strings
+  // were a good share of those calls' allocations.
+  char buf[128];
+  const char* text = strerror_r(err, buf, sizeof(buf));  // GNU: may be buf
+  absl::Status status(
+      absl::ErrnoToStatusCode(err),
+      absl::StrCat(ErrnoName(err), ": ", message, ": ", text));
   status.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(err)));
   return status;
 }

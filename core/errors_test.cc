@@ -2,7 +2,9 @@
 
 #include <cerrno>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace verbsim {
@@ -28,6 +30,19 @@ TEST(ErrnoErrorTest, CarriesTheErrnoAndItsNameFirst) {
   EXPECT_EQ(ErrnoOf(status), ENODATA);
   EXPECT_TRUE(absl::StartsWith(status.message(), "ENODATA: no GID at index 7"))
       << status;
+}
+
+TEST(ErrnoErrorTest, ReadsAsAbslErrnoToStatusWithTheNameFirst) {
+  for (int err = 0; err < 140; ++err) {
+    SCOPED_TRACE(err);
+    const absl::Status ours = ErrnoError(err, "qp 7 is in RESET");
+    const absl::Status absl_form = absl::ErrnoToStatus(
+        err, absl::StrCat(ErrnoName(err), ": qp 7 is in RESET"));
+    EXPECT_EQ(ours.code(), absl_form.code());
+    EXPECT_EQ(ours.message(), absl_form.message());
+    EXPECT_EQ(ErrnoOf(ours), err);
+  }
+  EXPECT_TRUE(ErrnoError(0, "nothing").ok());
 }
 
 }  // namespace
