@@ -1,6 +1,7 @@
 // Completion queues and completion channels: the handles (poll, arm,
 // events) and ibv_create_cq(3)'s checks. Completions are pushed by cq.cc.
 #include <atomic>
+#include <iterator>
 #include <memory>
 #include <utility>
 
@@ -151,7 +152,7 @@ class SimCq : public Cq {
       // Drop this CQ's pending events.
       auto& ev = st_->channel->events;
       for (auto it = ev.begin(); it != ev.end();) {
-        it = it->get() == st_.get() ? ev.erase(it) : it + 1;
+        it = it->get() == st_.get() ? ev.erase(it) : std::next(it);
       }
     }
     --st_->context->cqs;

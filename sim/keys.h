@@ -10,11 +10,11 @@
 #define VERBSIM_SIM_KEYS_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "sim/ring.h"
 #include "sim/state.h"
 
 namespace verbsim::sim {
@@ -89,7 +89,7 @@ class KeyTable {
     std::shared_ptr<MrState> mr;
   };
   std::vector<Slot> slots_;
-  std::deque<uint32_t> free_;  // FIFO reuse keeps generations apart
+  Ring<uint32_t> free_;  // FIFO reuse keeps generations apart
   size_t live_ = 0;
   uint64_t changes_ = 0;
   struct MwSlot {
@@ -97,7 +97,7 @@ class KeyTable {
     std::shared_ptr<MwState> mw;
   };
   std::vector<MwSlot> mw_slots_;
-  std::deque<uint32_t> mw_free_;
+  Ring<uint32_t> mw_free_;
   size_t live_mws_ = 0;
   bool window_bounds_checked_ = true;
   uint32_t first_generation_ = 0;  // set_node

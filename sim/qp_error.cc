@@ -2,10 +2,10 @@
 // even an unsignaled WR, and once in ERR every outstanding and later WR
 // completes with WR_FLUSH_ERR, in post order per queue. RESET discards them
 // without completions.
-#include <deque>
 #include <utility>
 
 #include "sim/fabric.h"
+#include "sim/ring.h"
 #include "sim/transport.h"
 
 namespace verbsim::sim {
@@ -71,7 +71,7 @@ void EnterError(QpCore& qp) {
   qp.sq_outside_ring = 0;
   qp.send_engine_idle = false;
   // Receive queue: a receive being filled first, then the posted ones.
-  std::deque<RecvWqe> rq = std::move(qp.rq);
+  Ring<RecvWqe> rq = std::move(qp.rq);
   qp.rq.clear();
   if (qp.in_send) {
     qp.in_send = false;
@@ -119,7 +119,7 @@ void SuspendInRts(QpCore& qp) {
 }
 
 void FlushReceivesPostedInError(QpCore& qp) {
-  std::deque<RecvWqe> rq = std::move(qp.rq);
+  Ring<RecvWqe> rq = std::move(qp.rq);
   qp.rq.clear();
   for (const RecvWqe& r : rq) {
     PushCompletion(*qp.recv_cq, FlushedRecv(qp, r), false);

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <set>
@@ -29,7 +28,7 @@ struct QpCore;
 struct ContextState {
   Node* node = nullptr;
   uint32_t id = 0;
-  std::deque<AsyncEvent> async_events;
+  Ring<AsyncEvent> async_events;
   int pds = 0, cqs = 0, channels = 0;  // live children, for EBUSY
   bool dead = false;
 };
@@ -96,7 +95,7 @@ struct SqRelease {
 struct ChannelState {
   std::shared_ptr<ContextState> context;
   // Events not yet returned by GetEvent, in order.
-  std::deque<std::shared_ptr<CqState>> events;
+  Ring<std::shared_ptr<CqState>> events;
   int cqs = 0;
   bool dead = false;
 };
@@ -106,9 +105,9 @@ struct CqState : std::enable_shared_from_this<CqState> {
   std::shared_ptr<ChannelState> channel;  // may be null
   uint32_t id = 0;
   int cqe = 0;
-  std::deque<WorkCompletion> entries;
+  Ring<WorkCompletion> entries;
   // Beside each entry: the send-queue slots polling it frees (SqRelease).
-  std::deque<SqRelease> releases;
+  Ring<SqRelease> releases;
   // entries.size(), kept beside it for a poll that reads it without the
   // fabric's lock (SimCq::Poll with a progress thread).
   std::atomic<size_t> ready{0};
@@ -217,7 +216,7 @@ struct SrqState {
   uint32_t max_wr = 0;
   uint32_t max_sge = 0;
   uint32_t limit = 0;  // armed while nonzero
-  std::deque<RecvWqe> wqes;
+  Ring<RecvWqe> wqes;
   int qps = 0;  // QPs using it, for EBUSY
   bool dead = false;
 };
@@ -306,7 +305,7 @@ struct QpCore {
   LinkFlowCache link_flow;
 
   // Responder.
-  std::deque<RecvWqe> rq;
+  Ring<RecvWqe> rq;
   uint32_t epsn = 0;
   uint32_t msn = 0;
   bool nak_sent = false;  // a sequence NAK is outstanding
@@ -318,9 +317,9 @@ struct QpCore {
   uint64_t write_va = 0;
   uint64_t write_left = 0;
   uint64_t write_len = 0;
-  std::deque<RdAtomicResource> resources;
+  Ring<RdAtomicResource> resources;
   // Write data still to land (placement.cc).
-  std::deque<PendingChunk> placements;
+  Ring<PendingChunk> placements;
   // Run in order once no placement is pending (the ACKs and immediate
   // completions of writes).
   std::vector<std::function<void(QpCore&)>> after_placement;

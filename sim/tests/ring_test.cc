@@ -1,5 +1,7 @@
 #include "sim/ring.h"
 
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +96,77 @@ TEST(RingTest, AnAbandonedEntryIsReleasedAndNotQueued) {
   r.push_back(std::make_shared<std::string>("next"));
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(*r.back(), "next");
+}
+
+TEST(RingTest, MatchesADequeUnderPushesAtBothEndsPopsAndErases) {
+  // The sim's queues moved from std::deque to Ring: a receive queue takes a
+  // WQE back at its front (recv_queue.cc) and pending placements leave from
+  // the middle (placement.cc). Random operations, checked against a deque
+  // after each one.
+  Ring<int> r;
+  std::deque<int> want;
+  uint64_t x = 0x9e3779b97f4a7c15u;  // xorshift64
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  int value = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const uint64_t op = next() % 8;
+    if (op < 3) {
+      r.push_back(int{value});
+      want.push_back(value++);
+    } else if (op < 5) {
+      r.push_front(int{value});
+      want.push_front(value++);
+    } else if (op < 7) {
+      if (!want.empty()) {
+        r.pop_front();
+        want.pop_front();
+      }
+    } else if (!want.empty()) {
+      const size_t at = next() % want.size();
+      auto it = r.begin();
+      for (size_t i = 0; i < at; ++i) ++it;
+      const auto after = r.erase(it);
+      want.erase(want.begin() + static_cast<std::ptrdiff_t>(at));
+      ASSERT_EQ(after.index(), at) << "step " << step;
+      if (at < want.size()) {
+        ASSERT_EQ(*after, want[at]) << "step " << step;
+      } else {
+        ASSERT_TRUE(after == r.end()) << "step " << step;
+      }
+    }
+    ASSERT_EQ(r.size(), want.size()) << "step " << step;
+    if (!want.empty()) {
+      ASSERT_EQ(r.front(), want.front()) << "step " << step;
+      ASSERT_EQ(r.back(), want.back()) << "step " << step;
+    }
+  }
+  EXPECT_EQ(Contents(r), std::vector<int>(want.begin(), want.end()));
+}
+
+TEST(RingTest, EraseReleasesWhatTheEntryHeldAndKeepsTheRest) {
+  Ring<std::shared_ptr<std::string>> r;
+  auto a = std::make_shared<std::string>("a");
+  auto b = std::make_shared<std::string>("b");
+  auto c = std::make_shared<std::string>("c");
+  r.push_back(a);
+  r.push_back(b);
+  r.push_front(c);  // c a b
+  auto it = r.begin();
+  ++it;
+  it = r.erase(it);  // c b
+  EXPECT_EQ(a.use_count(), 1);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(*it, b);
+  EXPECT_EQ(r.front(), c);
+  EXPECT_EQ(r.back(), b);
+  r.clear();
+  EXPECT_EQ(b.use_count(), 1);
+  EXPECT_EQ(c.use_count(), 1);
 }
 
 }  // namespace
