@@ -30,6 +30,7 @@
 #include "sim/event_queue.h"
 #include "sim/faults.h"
 #include "sim/keys.h"
+#include "sim/lazy_stream.h"
 #include "sim/packet.h"
 #include "sim/profile.h"
 #include "sim/state.h"
@@ -500,11 +501,12 @@ class Fabric {
   // that what one component draws (a fault rule's probability, say) moves
   // no other component's draws (docs/faults.md): packet jitter, fault
   // rules, the chunk order of write data, ACK coalescing, and the weak
-  // memory model (MemoryModel in sim/profile.h).
-  std::mt19937_64& jitter_rng() { return streams_.jitter; }
-  std::mt19937_64& fault_rng() { return streams_.faults; }
-  std::mt19937_64& placement_rng() { return streams_.placement; }
-  std::mt19937_64& ack_rng() { return streams_.acks; }
+  // memory model (MemoryModel in sim/profile.h). Each is seeded at its
+  // first draw (sim/lazy_stream.h).
+  LazyStream& jitter_rng() { return streams_.jitter; }
+  LazyStream& fault_rng() { return streams_.faults; }
+  LazyStream& placement_rng() { return streams_.placement; }
+  LazyStream& ack_rng() { return streams_.acks; }
   FastRandom& memory_rng() { return streams_.memory; }
   // Forced local faults: true when this registration / post must fail.
   bool RegistrationFaultDue(int node);
@@ -624,7 +626,7 @@ class Fabric {
   struct Streams {
     explicit Streams(uint64_t seed) { Reseed(seed); }
     void Reseed(uint64_t seed);
-    std::mt19937_64 jitter, faults, placement, acks;
+    LazyStream jitter, faults, placement, acks;
     FastRandom memory{0};
   };
   Streams streams_;
