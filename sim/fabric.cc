@@ -277,18 +277,35 @@ void Fabric::Reseed(uint64_t seed) {
   streams_.Reseed(seed);
 }
 
+namespace {
+// Each stream's constant (its name's letters).
+constexpr uint64_t kJitterStream = 0x6a6974746572ull;  // "jitter"
+constexpr uint64_t kFaultStream = 0x6661756c7473ull;   // "faults"
+constexpr uint64_t kPlaceStream = 0x706c616365ull;     // "place"
+constexpr uint64_t kAckStream = 0x61636b73ull;         // "acks"
+constexpr uint64_t kMemoryStream = 0x6d656d6f7279ull;  // "memory"
+}  // namespace
+
+// Each stream starts from the seed mixed with its own constant (one
+// splitmix64 step), so the streams are unrelated to each other.
+uint64_t Fabric::Streams::Derive(uint64_t seed, uint64_t stream) {
+  FastRandom mix(seed ^ stream);
+  return mix();
+}
+
+Fabric::Streams::Streams(uint64_t seed)
+    : jitter(Derive(seed, kJitterStream)),
+      faults(Derive(seed, kFaultStream)),
+      placement(Derive(seed, kPlaceStream)),
+      acks(Derive(seed, kAckStream)),
+      memory(Derive(seed, kMemoryStream)) {}
+
 void Fabric::Streams::Reseed(uint64_t seed) {
-  // Each stream starts from the seed mixed with its own constant (one
-  // splitmix64 step), so the streams are unrelated to each other.
-  auto derive = [seed](uint64_t stream) {
-    FastRandom mix(seed ^ stream);
-    return mix();
-  };
-  jitter.seed(derive(0x6a6974746572ull));   // "jitter"
-  faults.seed(derive(0x6661756c7473ull));   // "faults"
-  placement.seed(derive(0x706c616365ull));  // "place"
-  acks.seed(derive(0x61636b73ull));         // "acks"
-  memory.seed(derive(0x6d656d6f7279ull));   // "memory"
+  jitter.seed(Derive(seed, kJitterStream));
+  faults.seed(Derive(seed, kFaultStream));
+  placement.seed(Derive(seed, kPlaceStream));
+  acks.seed(Derive(seed, kAckStream));
+  memory.seed(Derive(seed, kMemoryStream));
 }
 
 absl::StatusOr<NodeStats> Fabric::GetNodeStats(int node) {

@@ -30,7 +30,6 @@
 #include "sim/event_queue.h"
 #include "sim/faults.h"
 #include "sim/keys.h"
-#include "sim/lazy_stream.h"
 #include "sim/packet.h"
 #include "sim/profile.h"
 #include "sim/state.h"
@@ -501,12 +500,11 @@ class Fabric {
   // that what one component draws (a fault rule's probability, say) moves
   // no other component's draws (docs/faults.md): packet jitter, fault
   // rules, the chunk order of write data, ACK coalescing, and the weak
-  // memory model (MemoryModel in sim/profile.h). Each is seeded at its
-  // first draw (sim/lazy_stream.h).
-  LazyStream& jitter_rng() { return streams_.jitter; }
-  LazyStream& fault_rng() { return streams_.faults; }
-  LazyStream& placement_rng() { return streams_.placement; }
-  LazyStream& ack_rng() { return streams_.acks; }
+  // memory model (MemoryModel in sim/profile.h).
+  std::mt19937_64& jitter_rng() { return streams_.jitter; }
+  std::mt19937_64& fault_rng() { return streams_.faults; }
+  std::mt19937_64& placement_rng() { return streams_.placement; }
+  std::mt19937_64& ack_rng() { return streams_.acks; }
   FastRandom& memory_rng() { return streams_.memory; }
   // Forced local faults: true when this registration / post must fail.
   bool RegistrationFaultDue(int node);
@@ -624,10 +622,15 @@ class Fabric {
   absl::node_hash_map<std::tuple<int, uint32_t, int, uint32_t>, int64_t>
       flow_last_ns_;
   struct Streams {
-    explicit Streams(uint64_t seed) { Reseed(seed); }
+    // Each generator is seeded once, with its own seed: a std::mt19937_64
+    // built without one seeds its 312 words of state with the default
+    // first, which a new fabric (one per fuzzer input) would pay for twice.
+    explicit Streams(uint64_t seed);
     void Reseed(uint64_t seed);
-    LazyStream jitter, faults, placement, acks;
-    FastRandom memory{0};
+    // The seed of one stream: `seed` mixed with the stream's constant.
+    static uint64_t Derive(uint64_t seed, uint64_t stream);
+    std::mt19937_64 jitter, faults, placement, acks;
+    FastRandom memory;
   };
   Streams streams_;
   bool frozen_ = false;  // Freeze()
