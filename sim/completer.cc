@@ -415,27 +415,28 @@ void CompleterRun(QpCore& qp) {
   bool completed = false;
   while (!qp.sq.empty() && qp.sq.front().phase == SendWqe::Phase::kDone) {
     const SendWqe& done = qp.sq.front();
+    if (qp.req_next > 0) --qp.req_next;
+    if (done.holds_rd_atomic) --qp.rd_atomic_in_flight;
     if (done.status == WcStatus::kSuccess) {
-      // The common case takes what the completion needs and frees the slot
-      // without moving the whole WQE out first. It leaves the ring before
-      // the completion is pushed, as a failed one does below: an overrun
-      // of the CQ puts this QP in error, which must not flush it again.
-      const bool signaled = done.signaled;
-      const WorkCompletion wc = SendCompletion(qp, done, WcStatus::kSuccess);
-      const uint64_t seq = done.seq;
-      if (done.holds_rd_atomic) --qp.rd_atomic_in_flight;
-      qp.sq.pop_front();
-      if (qp.req_next > 0) --qp.req_next;
-      if (signaled) {
-        PushCompletion(*qp.send_cq, wc, false, SqRelease{qp.qpn, seq});
+      // The common case takes what the completion needs, if it has one,
+      // and frees the slot without moving the whole WQE out first. The WQE
+      // leaves the ring before its completion is pushed, as a failed one
+      // does below: an overrun of the CQ puts this QP in error, which must
+      // not flush it again.
+      if (!done.signaled) {
+        qp.sq.pop_front();
+        completed = true;
+        continue;
       }
+      const WorkCompletion wc = SendCompletion(qp, done, WcStatus::kSuccess);
+      const SqRelease release{qp.qpn, done.seq};
+      qp.sq.pop_front();
+      PushCompletion(*qp.send_cq, wc, false, release);
       completed = true;
       continue;
     }
     SendWqe w = std::move(qp.sq.front());
     qp.sq.pop_front();
-    if (qp.req_next > 0) --qp.req_next;
-    if (w.holds_rd_atomic) --qp.rd_atomic_in_flight;
     PushSendCompletion(qp, w, w.status);
     TerminateConnection(qp);
     if (w.failed_at_transmit &&
