@@ -153,6 +153,7 @@ std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
   const Headers h = HeadersOf(p.transport, p.opcode);
   std::vector<uint8_t> ib;  // BTH .. payload, pad
   const size_t pad = (4 - p.payload.size() % 4) % 4;
+  ib.reserve(kBthLen + h.length() + p.payload.size() + pad);
   // BTH (IBA 9.2): opcode; SE, M, PadCnt, TVer; P_Key; resv8a; DestQP;
   // AckReq and resv7; PSN.
   Put8(ib, BthOpcode(p.transport, p.opcode));

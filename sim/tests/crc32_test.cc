@@ -45,6 +45,53 @@ TEST(Crc32Test, EqualsTheBitwiseCrcAtEveryLengthAndAlignment) {
   }
 }
 
+// Each way of crc32_internal on its own, wherever this processor has it:
+// Crc32Update takes the widest one a length allows, so the narrower ones
+// would otherwise be checked only at lengths below the wider ones' minimum.
+TEST(Crc32Test, EachWayEqualsTheBitwiseCrc) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> data(9300);
+  for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+  struct Way {
+    const char* name;
+    bool available;
+    size_t min_length;
+    uint32_t (*update)(uint32_t, const uint8_t*, size_t);
+  };
+  const Way ways[] = {
+      {"sliced", true, 0, crc32_internal::SlicedUpdate},
+      {"folded", crc32_internal::HasClmul(), 64, crc32_internal::FoldedUpdate},
+      {"wide folded", crc32_internal::HasWideClmul(), 256,
+       crc32_internal::WideFoldedUpdate},
+  };
+  int checked = 0;
+  for (const Way& way : ways) {
+    if (!way.available) continue;  // named below
+    ++checked;
+    // Every length through two wide steps and a partial one, a few
+    // alignments, and packet-sized lengths; the register starts at the
+    // CRC's initial value and at an arbitrary one.
+    for (size_t offset : {0u, 1u, 5u}) {
+      for (size_t n = way.min_length; n <= 700; ++n) {
+        ASSERT_EQ(way.update(0xffffffffu, data.data() + offset, n),
+                  BitwiseUpdate(0xffffffffu, data.data() + offset, n))
+            << way.name << ", offset " << offset << ", length " << n;
+      }
+    }
+    for (size_t n : {1024u, 4096u, 4150u, 4193u, 8192u, 9216u + 63u}) {
+      ASSERT_EQ(way.update(0x12345678u, data.data() + 3, n),
+                BitwiseUpdate(0x12345678u, data.data() + 3, n))
+          << way.name << ", length " << n;
+    }
+  }
+  if (checked < 3) {
+    GTEST_SKIP() << "checked " << checked << " of the 3 ways: this processor "
+                 << (crc32_internal::HasClmul() ? "has no VPCLMULQDQ/AVX-512"
+                                                : "has no PCLMULQDQ")
+                 << ", so the others are not run here";
+  }
+}
+
 TEST(Crc32Test, ChainsOverPieces) {
   std::vector<uint8_t> data(1000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31);
