@@ -21,6 +21,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -572,7 +573,7 @@ class Fabric {
   // every datagram there (`emptied`) and delivered them.
   void NoteDrained(int64_t began_ns, bool emptied);
   // A datagram from the port of node `sender`.
-  void ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes);
+  void ReceiveDatagram(int sender, absl::Span<const uint8_t> bytes);
   // One IPv4 packet of a datagram.
   void ReceivePacket(int sender, const uint8_t* bytes, size_t len);
   // Applies the packet rules to a packet entering a link: whether it goes

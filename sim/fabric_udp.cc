@@ -126,7 +126,7 @@ bool Fabric::PumpUdp(bool wait) {
   std::lock_guard<std::mutex> lock(mu_);
   SyncClock();
   for (const UdpSockets::Datagram& d : datagrams) {
-    ReceiveDatagram(d.src_node, d.bytes);
+    ReceiveDatagram(d.src_node, absl::MakeConstSpan(d.data.get(), d.size));
   }
   // Under the lock: a timer that runs next sees the deliveries and the
   // drain together.
@@ -136,7 +136,7 @@ bool Fabric::PumpUdp(bool wait) {
   return true;
 }
 
-void Fabric::ReceiveDatagram(int sender, const std::vector<uint8_t>& bytes) {
+void Fabric::ReceiveDatagram(int sender, absl::Span<const uint8_t> bytes) {
   // One or more packets (UdpBatch); a rest that is no packet is malformed.
   if (bytes.empty() || !ForEachPacketOfDatagram(bytes, [&](const uint8_t* ip, size_t len) {
         ReceivePacket(sender, ip, len);

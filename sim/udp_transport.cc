@@ -155,14 +155,22 @@ void UdpSockets::WaitReadable(int64_t timeout_ns, bool sockets) {
 }
 
 void UdpSockets::Drain(std::vector<Datagram>* out) {
-  static thread_local std::vector<uint8_t> buf(65536);
+  // A receive buffer per thread, as long as any datagram. A datagram of at
+  // least kHandOverBytes takes the buffer itself and a new one (not
+  // zero-filled) replaces it, so its bytes are not copied again; a shorter
+  // one is copied out, so that a burst of ACKs does not hold a 64 KiB block
+  // each (a handed-over block is at most twice its datagram).
+  constexpr size_t kBufferBytes = 65536;
+  constexpr size_t kHandOverBytes = kBufferBytes / 2;
+  static thread_local std::unique_ptr<uint8_t[]> buf;
   for (int fd : fds_) {
     // Each recv is one datagram; at most a batch a socket.
     for (int k = 0; k < kDrainBatch; ++k) {
+      if (buf == nullptr) buf.reset(new uint8_t[kBufferBytes]);
       sockaddr_in from{};
       socklen_t from_len = sizeof(from);
       const ssize_t n =
-          recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT,
+          recvfrom(fd, buf.get(), kBufferBytes, MSG_DONTWAIT,
                    reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n < 0) break;
       // Only the fabric's own nodes send to it: 127.0.0.1 and the port of a
@@ -174,8 +182,16 @@ void UdpSockets::Drain(std::vector<Datagram>* out) {
         ++foreign_;
         continue;
       }
-      out->push_back({offset % fabric_nodes_,
-                      std::vector<uint8_t>(buf.begin(), buf.begin() + n)});
+      Datagram d;
+      d.src_node = offset % fabric_nodes_;
+      d.size = static_cast<size_t>(n);
+      if (d.size >= kHandOverBytes) {
+        d.data = std::move(buf);  // replaced at the next receive
+      } else {
+        d.data.reset(new uint8_t[d.size]);
+        std::memcpy(d.data.get(), buf.get(), d.size);
+      }
+      out->push_back(std::move(d));
     }
   }
 }

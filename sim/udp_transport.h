@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <netinet/in.h>
@@ -68,10 +69,11 @@ class UdpSockets {
   // After fork(), in the child: closes the sockets this object holds (they
   // are the parent's ports) without touching anything else.
   void CloseAfterFork();
-  // A datagram and the node whose port sent it.
+  // A datagram and the node whose port sent it: `size` bytes at `data`.
   struct Datagram {
     int src_node = -1;
-    std::vector<uint8_t> bytes;
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
   };
   // Waits up to `timeout_ns` (or until Wake) for a datagram to be ready;
   // with `sockets` false, for Wake or the time only.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "sim/addresses.h"
 #include "sim/packet.h"
 
@@ -63,7 +64,7 @@ absl::StatusOr<Packet> DecodeRoceV2(const uint8_t* data, size_t len,
 // (a total length shorter than an IPv4 header or past the end), after the
 // packets before it.
 template <typename Fn>
-bool ForEachPacketOfDatagram(const std::vector<uint8_t>& bytes, Fn&& fn) {
+bool ForEachPacketOfDatagram(absl::Span<const uint8_t> bytes, Fn&& fn) {
   size_t at = 0;
   while (at < bytes.size()) {
     if (bytes.size() - at < 20) return false;
