@@ -16,28 +16,41 @@ constexpr size_t kUdpLen = 8;
 constexpr size_t kBthLen = 12;
 constexpr size_t kIcrcLen = 4;
 
-void Put8(std::vector<uint8_t>& b, uint8_t v) { b.push_back(v); }
-void Put16(std::vector<uint8_t>& b, uint16_t v) {
-  b.push_back(static_cast<uint8_t>(v >> 8));
-  b.push_back(static_cast<uint8_t>(v));
-}
-void Put24(std::vector<uint8_t>& b, uint32_t v) {
-  b.push_back(static_cast<uint8_t>(v >> 16));
-  b.push_back(static_cast<uint8_t>(v >> 8));
-  b.push_back(static_cast<uint8_t>(v));
-}
-void Put32(std::vector<uint8_t>& b, uint32_t v) {
-  Put16(b, static_cast<uint16_t>(v >> 16));
-  Put16(b, static_cast<uint16_t>(v));
-}
-void Put64(std::vector<uint8_t>& b, uint64_t v) {
-  Put32(b, static_cast<uint32_t>(v >> 32));
-  Put32(b, static_cast<uint32_t>(v));
-}
-void Set16(std::vector<uint8_t>& b, size_t at, uint16_t v) {
-  b[at] = static_cast<uint8_t>(v >> 8);
-  b[at + 1] = static_cast<uint8_t>(v);
-}
+// Writes big-endian header fields one after another into a buffer the
+// caller sized for the longest header.
+class HeaderWriter {
+ public:
+  explicit HeaderWriter(uint8_t* at) : start_(at), at_(at) {}
+  void Put8(uint8_t v) { *at_++ = v; }
+  void Put16(uint16_t v) {
+    Put8(static_cast<uint8_t>(v >> 8));
+    Put8(static_cast<uint8_t>(v));
+  }
+  void Put24(uint32_t v) {
+    Put8(static_cast<uint8_t>(v >> 16));
+    Put16(static_cast<uint16_t>(v));
+  }
+  void Put32(uint32_t v) {
+    Put16(static_cast<uint16_t>(v >> 16));
+    Put16(static_cast<uint16_t>(v));
+  }
+  void Put64(uint64_t v) {
+    Put32(static_cast<uint32_t>(v >> 32));
+    Put32(static_cast<uint32_t>(v));
+  }
+  // Locally administered MAC: 02:00 then the IPv4 address.
+  void PutMac(uint32_t ip) {
+    Put8(0x02);
+    Put8(0x00);
+    Put32(ip);
+  }
+  size_t written() const { return static_cast<size_t>(at_ - start_); }
+
+ private:
+  uint8_t* start_;
+  uint8_t* at_;
+};
+
 void LePut32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
@@ -57,13 +70,6 @@ uint32_t Get32(const uint8_t* p) {
 }
 uint64_t Get64(const uint8_t* p) {
   return static_cast<uint64_t>(Get32(p)) << 32 | Get32(p + 4);
-}
-
-void PutMac(std::vector<uint8_t>& b, uint32_t ip) {
-  // Locally administered: 02:00 then the IPv4 address.
-  Put8(b, 0x02);
-  Put8(b, 0x00);
-  Put32(b, ip);
 }
 
 // Which extended headers follow the BTH (IBA 9.2, table 38). UC uses the RC
@@ -146,86 +152,101 @@ absl::Status Malformed(absl::string_view what) {
 
 }  // namespace
 
-std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
-                                  uint32_t address_base) {
+namespace {
+
+// The frame (with `ethernet`) or IPv4 packet of `p`: its headers are
+// written in a buffer on the stack, then they, the payload, the pad and the
+// ICRC go into one vector of the exact length, each byte once.
+std::vector<uint8_t> Encode(const Packet& p, uint16_t ip_id,
+                            uint32_t address_base, bool ethernet) {
   const uint32_t src_ip = NodeIpv4(address_base, p.src_node);
   const uint32_t dst_ip = NodeIpv4(address_base, p.dst_node);
   const Headers h = HeadersOf(p.transport, p.opcode);
-  std::vector<uint8_t> ib;  // BTH .. payload, pad
   const size_t pad = (4 - p.payload.size() % 4) % 4;
-  ib.reserve(kBthLen + h.length() + p.payload.size() + pad);
-  // BTH (IBA 9.2): opcode; SE, M, PadCnt, TVer; P_Key; resv8a; DestQP;
-  // AckReq and resv7; PSN.
-  Put8(ib, BthOpcode(p.transport, p.opcode));
-  Put8(ib, static_cast<uint8_t>((p.solicited ? 0x80 : 0) | (pad << 4)));
-  Put16(ib, 0xffff);  // default P_Key
-  Put8(ib, 0);
-  Put24(ib, p.dst_qpn & 0xffffff);
-  Put8(ib, p.ack_req ? 0x80 : 0);
-  Put24(ib, p.psn & 0xffffff);
-  if (h.deth) {
-    // DETH (IBA 9.3.3): Q_Key; 8 reserved bits; the source QP.
-    Put32(ib, p.qkey);
-    Put8(ib, 0);
-    Put24(ib, p.src_qpn & 0xffffff);
+  // BTH .. payload, pad
+  const size_t ib_len = kBthLen + h.length() + p.payload.size() + pad;
+  const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + ib_len + kIcrcLen);
+  // Ethernet, IPv4, UDP, BTH and the longest extended headers (Headers).
+  uint8_t header[kEthHeaderLen + kIpLen + kUdpLen + kBthLen + 72];
+  HeaderWriter w(header);
+  if (ethernet) {
+    w.PutMac(dst_ip);
+    w.PutMac(src_ip);
+    w.Put16(0x0800);
   }
-  if (h.reth) {
-    Put64(ib, p.va);
-    Put32(ib, p.rkey);
-    Put32(ib, p.dma_len);
-  }
-  if (h.atomic_eth) {
-    Put64(ib, p.va);
-    Put32(ib, p.rkey);
-    Put64(ib, p.swap_add);
-    Put64(ib, p.compare);
-  }
-  if (h.aeth) {
-    Put8(ib, p.syndrome);
-    Put24(ib, p.msn & 0xffffff);
-  }
-  if (h.atomic_ack) Put64(ib, p.atomic_orig);
-  if (h.immdt || h.ieth) Put32(ib, p.imm);
-  ib.insert(ib.end(), p.payload.begin(), p.payload.end());
-  ib.insert(ib.end(), pad, 0);
-
-  std::vector<uint8_t> f;
-  f.reserve(kEthHeaderLen + kIpLen + kUdpLen + ib.size() + kIcrcLen);
-  PutMac(f, dst_ip);
-  PutMac(f, src_ip);
-  Put16(f, 0x0800);
-  const size_t ip = f.size();
-  const uint16_t udp_len =
-      static_cast<uint16_t>(kUdpLen + ib.size() + kIcrcLen);
-  Put8(f, 0x45);
-  Put8(f, p.traffic_class);  // DSCP/ECN: a UD AH's traffic class
-  Put16(f, static_cast<uint16_t>(kIpLen + udp_len));
-  Put16(f, ip_id);
-  Put16(f, 0x4000);  // don't fragment
-  Put8(f, p.hop_limit);  // TTL: a UD AH's hop limit (64 otherwise)
-  Put8(f, 17);       // UDP
-  Put16(f, 0);       // checksum, below
-  Put32(f, src_ip);
-  Put32(f, dst_ip);
-  Set16(f, ip + 10, Ipv4Checksum(f.data() + ip, kIpLen));
+  const size_t ip = w.written();
+  w.Put8(0x45);
+  w.Put8(p.traffic_class);  // DSCP/ECN: a UD AH's traffic class
+  w.Put16(static_cast<uint16_t>(kIpLen + udp_len));
+  w.Put16(ip_id);
+  w.Put16(0x4000);  // don't fragment
+  w.Put8(p.hop_limit);  // TTL: a UD AH's hop limit (64 otherwise)
+  w.Put8(17);       // UDP
+  w.Put16(0);       // checksum, below
+  w.Put32(src_ip);
+  w.Put32(dst_ip);
+  const uint16_t checksum = Ipv4Checksum(header + ip, kIpLen);
+  header[ip + 10] = static_cast<uint8_t>(checksum >> 8);
+  header[ip + 11] = static_cast<uint8_t>(checksum);
   // UDP: the source port carries flow entropy (here from the QP numbers);
   // the checksum is 0 (none), as RoCEv2 senders do over IPv4.
-  Put16(f, static_cast<uint16_t>(0xc000 | ((p.src_qpn ^ p.dst_qpn) & 0x3fff)));
-  Put16(f, kRoceV2Port);
-  Put16(f, udp_len);
-  Put16(f, 0);
-  f.insert(f.end(), ib.begin(), ib.end());
-  f.insert(f.end(), kIcrcLen, 0);
-  const uint32_t icrc = RoceV2Icrc(f.data(), f.size());
+  w.Put16(static_cast<uint16_t>(0xc000 | ((p.src_qpn ^ p.dst_qpn) & 0x3fff)));
+  w.Put16(kRoceV2Port);
+  w.Put16(udp_len);
+  w.Put16(0);
+  // BTH (IBA 9.2): opcode; SE, M, PadCnt, TVer; P_Key; resv8a; DestQP;
+  // AckReq and resv7; PSN.
+  w.Put8(BthOpcode(p.transport, p.opcode));
+  w.Put8(static_cast<uint8_t>((p.solicited ? 0x80 : 0) | (pad << 4)));
+  w.Put16(0xffff);  // default P_Key
+  w.Put8(0);
+  w.Put24(p.dst_qpn & 0xffffff);
+  w.Put8(p.ack_req ? 0x80 : 0);
+  w.Put24(p.psn & 0xffffff);
+  if (h.deth) {
+    // DETH (IBA 9.3.3): Q_Key; 8 reserved bits; the source QP.
+    w.Put32(p.qkey);
+    w.Put8(0);
+    w.Put24(p.src_qpn & 0xffffff);
+  }
+  if (h.reth) {
+    w.Put64(p.va);
+    w.Put32(p.rkey);
+    w.Put32(p.dma_len);
+  }
+  if (h.atomic_eth) {
+    w.Put64(p.va);
+    w.Put32(p.rkey);
+    w.Put64(p.swap_add);
+    w.Put64(p.compare);
+  }
+  if (h.aeth) {
+    w.Put8(p.syndrome);
+    w.Put24(p.msn & 0xffffff);
+  }
+  if (h.atomic_ack) w.Put64(p.atomic_orig);
+  if (h.immdt || h.ieth) w.Put32(p.imm);
+
+  std::vector<uint8_t> f;
+  f.reserve(w.written() + p.payload.size() + pad + kIcrcLen);
+  f.insert(f.end(), header, header + w.written());
+  f.insert(f.end(), p.payload.begin(), p.payload.end());
+  f.insert(f.end(), pad + kIcrcLen, 0);
+  const uint32_t icrc = RoceV2IcrcIp(f.data() + ip, f.size() - ip);
   LePut32(f.data() + f.size() - kIcrcLen, icrc);
   return f;
 }
 
+}  // namespace
+
+std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
+                                  uint32_t address_base) {
+  return Encode(p, ip_id, address_base, /*ethernet=*/true);
+}
+
 std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id,
                                     uint32_t address_base) {
-  std::vector<uint8_t> f = EncodeRoceV2(p, ip_id, address_base);
-  f.erase(f.begin(), f.begin() + kEthHeaderLen);
-  return f;
+  return Encode(p, ip_id, address_base, /*ethernet=*/false);
 }
 
 uint32_t RoceV2IcrcIp(const uint8_t* ip, size_t ip_len) {
