@@ -34,13 +34,19 @@ namespace {
 
 // Binds 127.0.0.1:`port` for UDP, with room for a burst of full-MTU packets
 // (a window of a bandwidth test): a full receive buffer drops datagrams,
-// which RC then retransmits. SO_RCVBUFFORCE passes net.core.rmem_max when
-// we may (CAP_NET_ADMIN); otherwise the kernel caps SO_RCVBUF there.
-// Returns the socket, or -1 with errno.
+// which RC then retransmits, and a fabric of RoCE is lossless (the loss of
+// a go-back-N window costs far more than the buffer). 16 MiB holds the
+// window of perftest's defaults (128 writes of 64 KiB, 8 MiB) with the
+// kernel's overhead per datagram while the receiving process is off the
+// CPU; with 4 MiB, the runs of ib_write_bw lost 17 to 1,800 datagrams each
+// (docs/performance.md, "Across processes: a window in the socket
+// buffer"). SO_RCVBUFFORCE passes net.core.rmem_max when we may
+// (CAP_NET_ADMIN); otherwise the kernel caps SO_RCVBUF there. The memory
+// is taken only while datagrams wait. Returns the socket, or -1 with errno.
 int BindPort(int port) {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  const int buf = 4 << 20;
+  const int buf = 16 << 20;
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0) {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
   }
