@@ -553,7 +553,11 @@ class Fabric {
   void Arrive(Packet&& packet, bool corrupt);
   // The encoded packet `bytes` to its port: into the open batch's datagram
   // for that port (sent first if the packet would not fit), else at once.
-  void SendEncoded(const Packet& packet, std::vector<uint8_t>&& bytes);
+  // The open UdpBatch's datagram from node `src` to node `dst` in process
+  // slot `slot`, with `room` bytes left for the next packet: a datagram
+  // that has not the room is sent first and begins anew.
+  std::vector<uint8_t>& PendingDatagramFor(int src, int dst, int slot,
+                                           size_t room);
   // Sends the batch's datagrams; a refused one's packets are traced as
   // dropped.
   void FlushUdpBatch();

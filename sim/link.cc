@@ -172,37 +172,40 @@ void Fabric::Arrive(Packet&& packet, bool corrupt) {
     Deliver(std::move(packet), corrupt);
     return;
   }
-  // The packet leaves this process: RoCEv2 over UDP. A corrupt fault flips
-  // a payload bit after the ICRC is computed, so the receiver's ICRC check
-  // catches it (as a NIC's would).
-  std::vector<uint8_t> bytes =
-      EncodeRoceV2Ip(packet, ip_id_++, options_.address_base);
-  if (corrupt) bytes[bytes.size() - 5] ^= 0x01;
-  SendEncoded(packet, std::move(bytes));
-}
-
-void Fabric::SendEncoded(const Packet& packet, std::vector<uint8_t>&& bytes) {
+  // The packet leaves this process: RoCEv2 over UDP, encoded straight into
+  // the datagram of its port while a UdpBatch is open. A corrupt fault
+  // flips a payload bit after the ICRC is computed, so the receiver's ICRC
+  // check catches it (as a NIC's would).
   const int slot = QpnSlot(packet.dst_qpn);
   if (udp_batch_depth_ == 0) {
+    std::vector<uint8_t> bytes =
+        EncodeRoceV2Ip(packet, ip_id_++, options_.address_base);
+    if (corrupt) bytes[bytes.size() - 5] ^= 0x01;
     if (!udp_->Send(packet.src_node, packet.dst_node, slot, bytes)) {
       TracePacket(TraceKind::kDrop, packet, "UDP send failed");
     }
     return;
   }
+  std::vector<uint8_t>& datagram = PendingDatagramFor(
+      packet.src_node, packet.dst_node, slot, RoceV2IpLength(packet));
+  AppendRoceV2Ip(packet, ip_id_++, options_.address_base, &datagram);
+  if (corrupt) datagram[datagram.size() - 5] ^= 0x01;
+}
+
+std::vector<uint8_t>& Fabric::PendingDatagramFor(int src, int dst, int slot,
+                                                 size_t room) {
   for (PendingDatagram& d : udp_pending_) {
-    if (d.src != packet.src_node || d.dst != packet.dst_node ||
-        d.dst_slot != slot) {
-      continue;
-    }
-    if (d.bytes.size() + bytes.size() > kMaxDatagramBytes) {
+    if (d.src != src || d.dst != dst || d.dst_slot != slot) continue;
+    if (d.bytes.size() + room > kMaxDatagramBytes) {
       SendPending(d);
       d.bytes.clear();
     }
-    d.bytes.insert(d.bytes.end(), bytes.begin(), bytes.end());
-    return;
+    return d.bytes;
   }
-  udp_pending_.push_back(
-      {packet.src_node, packet.dst_node, slot, std::move(bytes)});
+  udp_pending_.push_back({src, dst, slot, {}});
+  // Room for a whole datagram: packets are appended without a move.
+  udp_pending_.back().bytes.reserve(kMaxDatagramBytes);
+  return udp_pending_.back().bytes;
 }
 
 void Fabric::FlushUdpBatch() {

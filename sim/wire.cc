@@ -154,17 +154,23 @@ absl::Status Malformed(absl::string_view what) {
 
 namespace {
 
-// The frame (with `ethernet`) or IPv4 packet of `p`: its headers are
-// written in a buffer on the stack, then they, the payload, the pad and the
-// ICRC go into one vector of the exact length, each byte once.
-std::vector<uint8_t> Encode(const Packet& p, uint16_t ip_id,
-                            uint32_t address_base, bool ethernet) {
+// BTH .. payload, pad: the bytes after the UDP header but the ICRC.
+size_t IbLength(const Packet& p, const Headers& h) {
+  const size_t pad = (4 - p.payload.size() % 4) % 4;
+  return kBthLen + h.length() + p.payload.size() + pad;
+}
+
+// Appends the frame (with `ethernet`) or IPv4 packet of `p` to `out`: its
+// headers are written in a buffer on the stack, then they, the payload, the
+// pad and the ICRC go to the end of `out`, each byte once. Returns the
+// number of bytes appended.
+size_t Encode(const Packet& p, uint16_t ip_id, uint32_t address_base,
+              bool ethernet, std::vector<uint8_t>* out) {
   const uint32_t src_ip = NodeIpv4(address_base, p.src_node);
   const uint32_t dst_ip = NodeIpv4(address_base, p.dst_node);
   const Headers h = HeadersOf(p.transport, p.opcode);
   const size_t pad = (4 - p.payload.size() % 4) % 4;
-  // BTH .. payload, pad
-  const size_t ib_len = kBthLen + h.length() + p.payload.size() + pad;
+  const size_t ib_len = IbLength(p, h);
   const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + ib_len + kIcrcLen);
   // Ethernet, IPv4, UDP, BTH and the longest extended headers (Headers).
   uint8_t header[kEthHeaderLen + kIpLen + kUdpLen + kBthLen + 72];
@@ -227,26 +233,42 @@ std::vector<uint8_t> Encode(const Packet& p, uint16_t ip_id,
   if (h.atomic_ack) w.Put64(p.atomic_orig);
   if (h.immdt || h.ieth) w.Put32(p.imm);
 
-  std::vector<uint8_t> f;
-  f.reserve(w.written() + p.payload.size() + pad + kIcrcLen);
+  std::vector<uint8_t>& f = *out;
+  const size_t start = f.size();
+  const size_t length = w.written() + p.payload.size() + pad + kIcrcLen;
+  f.reserve(start + length);
   f.insert(f.end(), header, header + w.written());
   f.insert(f.end(), p.payload.begin(), p.payload.end());
   f.insert(f.end(), pad + kIcrcLen, 0);
-  const uint32_t icrc = RoceV2IcrcIp(f.data() + ip, f.size() - ip);
+  const uint32_t icrc = RoceV2IcrcIp(f.data() + start + ip, length - ip);
   LePut32(f.data() + f.size() - kIcrcLen, icrc);
-  return f;
+  return length;
 }
 
 }  // namespace
 
 std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
                                   uint32_t address_base) {
-  return Encode(p, ip_id, address_base, /*ethernet=*/true);
+  std::vector<uint8_t> f;
+  Encode(p, ip_id, address_base, /*ethernet=*/true, &f);
+  return f;
 }
 
 std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id,
                                     uint32_t address_base) {
-  return Encode(p, ip_id, address_base, /*ethernet=*/false);
+  std::vector<uint8_t> f;
+  Encode(p, ip_id, address_base, /*ethernet=*/false, &f);
+  return f;
+}
+
+size_t AppendRoceV2Ip(const Packet& p, uint16_t ip_id, uint32_t address_base,
+                      std::vector<uint8_t>* out) {
+  return Encode(p, ip_id, address_base, /*ethernet=*/false, out);
+}
+
+size_t RoceV2IpLength(const Packet& p) {
+  return kIpLen + kUdpLen + IbLength(p, HeadersOf(p.transport, p.opcode)) +
+         kIcrcLen;
 }
 
 uint32_t RoceV2IcrcIp(const uint8_t* ip, size_t ip_len) {

@@ -33,6 +33,12 @@ std::vector<uint8_t> EncodeRoceV2(const Packet& p, uint16_t ip_id,
 // The same without the Ethernet header: the IPv4 packet.
 std::vector<uint8_t> EncodeRoceV2Ip(const Packet& p, uint16_t ip_id,
                                     uint32_t address_base);
+// The IPv4 packet appended to `out` (the datagram of the UDP transport
+// that carries several back to back), and its length, which
+// RoceV2IpLength(p) gives beforehand.
+size_t AppendRoceV2Ip(const Packet& p, uint16_t ip_id, uint32_t address_base,
+                      std::vector<uint8_t>* out);
+size_t RoceV2IpLength(const Packet& p);
 
 // The RoCEv2 ICRC of a frame laid out as EncodeRoceV2 does (IPv4, no VLAN):
 // CRC-32 over 8 bytes of 0xff (the masked LRH), the IPv4 header with TOS,

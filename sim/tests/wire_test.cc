@@ -187,6 +187,34 @@ TEST(WireTest, KnownPacketsEncodeToTheirBytes) {
             std::vector<uint8_t>(frame.begin() + kEthHeaderLen, frame.end()));
 }
 
+// A datagram of the UDP transport: packets appended back to back, each as
+// EncodeRoceV2Ip gives it, each of the length RoceV2IpLength says, and
+// split again by ForEachPacketOfDatagram.
+TEST(WireTest, AppendedPacketsAreTheEncodedOnesBackToBack) {
+  std::vector<uint8_t> datagram = {0xaa};  // what was there stays
+  std::vector<uint8_t> expected = datagram;
+  uint16_t ip_id = 40;
+  for (const Case& c : EveryOpcode()) {
+    for (size_t payload : {0u, 1u, 3u, 4u, 1024u}) {
+      const Packet p = Sample(c.transport, c.op, payload);
+      const std::vector<uint8_t> one = EncodeRoceV2Ip(p, ip_id, kBase);
+      EXPECT_EQ(RoceV2IpLength(p), one.size());
+      EXPECT_EQ(AppendRoceV2Ip(p, ip_id, kBase, &datagram), one.size());
+      expected.insert(expected.end(), one.begin(), one.end());
+      ++ip_id;
+    }
+  }
+  ASSERT_EQ(datagram, expected);
+  size_t packets = 0;
+  EXPECT_TRUE(ForEachPacketOfDatagram(
+      absl::MakeConstSpan(datagram).subspan(1),
+      [&](const uint8_t* ip, size_t len) {
+        EXPECT_TRUE(DecodeRoceV2Ip(ip, len, kBase).ok()) << "packet " << packets;
+        ++packets;
+      }));
+  EXPECT_EQ(packets, EveryOpcode().size() * 5);
+}
+
 TEST(WireTest, OnWireDropsWhatTheOpcodeDoesNotCarry) {
   const Packet w = OnWire(Sample(QpType::kRc, RcOp::kSendMiddle, 8));
   EXPECT_EQ(w.src_qpn, 0u);  // RC carries only the destination QP
