@@ -38,9 +38,9 @@ namespace {
 // a go-back-N window costs far more than the buffer). 16 MiB holds the
 // window of perftest's defaults (128 writes of 64 KiB, 8 MiB) with the
 // kernel's overhead per datagram while the receiving process is off the
-// CPU; with 4 MiB, the runs of ib_write_bw lost 17 to 1,800 datagrams each
-// (docs/performance.md, "Across processes: a window in the socket
-// buffer"). SO_RCVBUFFORCE passes net.core.rmem_max when we may
+// CPU; with 4 MiB, runs of ib_write_bw lost up to 1,800 datagrams each
+// (docs/performance.md, "Across processes: a window in the socket buffer,
+// the wire form written once"). SO_RCVBUFFORCE passes net.core.rmem_max when we may
 // (CAP_NET_ADMIN); otherwise the kernel caps SO_RCVBUF there. The memory
 // is taken only while datagrams wait. Returns the socket, or -1 with errno.
 int BindPort(int port) {
