@@ -45,6 +45,10 @@ void BM_Sliced(benchmark::State& state) {
 void BM_Folded(benchmark::State& state) {
   Run(state, crc32_internal::FoldedUpdate, crc32_internal::HasClmul(), 64);
 }
+void BM_YmmFolded(benchmark::State& state) {
+  Run(state, crc32_internal::YmmFoldedUpdate, crc32_internal::HasYmmClmul(),
+      128);
+}
 void BM_WideFolded(benchmark::State& state) {
   Run(state, crc32_internal::WideFoldedUpdate, crc32_internal::HasWideClmul(),
       256);
@@ -58,6 +62,7 @@ void BM_Crc32Update(benchmark::State& state) {
 #define VERBSIM_CRC_LENGTHS Arg(64)->Arg(1082)->Arg(4154)
 BENCHMARK(BM_Sliced)->VERBSIM_CRC_LENGTHS;
 BENCHMARK(BM_Folded)->VERBSIM_CRC_LENGTHS;
+BENCHMARK(BM_YmmFolded)->Arg(1082)->Arg(4154);
 BENCHMARK(BM_WideFolded)->Arg(1082)->Arg(4154);
 BENCHMARK(BM_Crc32Update)->VERBSIM_CRC_LENGTHS;
 

@@ -66,7 +66,8 @@ uint32_t SlicedUpdate(uint32_t reg, const uint8_t* p, size_t n) {
 // there, where K(e) is x^e mod P bit-reflected in 32 bits and shifted one
 // bit up (the 33-bit form the reflected product needs). The constants are
 // those for d = 512 (four lanes 64 bytes apart) and d = 128 (neighbouring
-// lanes), and for the wide fold d = 2048 (four 64-byte blocks 256 bytes
+// lanes), for the 256-bit fold d = 1024 (four 32-byte blocks 128 bytes
+// apart), and for the 512-bit fold d = 2048 (four 64-byte blocks 256 bytes
 // apart). The lane left at the end has the same CRC as everything folded
 // into it, so the tables finish it and any tail. Crc32Test checks every way
 // at every length up to past two wide steps against a bitwise CRC.
@@ -74,10 +75,14 @@ constexpr int64_t kFold512Lo = 0x154442bd4;   // K(544)
 constexpr int64_t kFold512Hi = 0x1c6e41596;   // K(480)
 constexpr int64_t kFold128Lo = 0x1751997d0;   // K(160)
 constexpr int64_t kFold128Hi = 0x0ccaa009e;   // K(96)
+constexpr int64_t kFold1024Lo = 0x1e88ef372;  // K(1056)
+constexpr int64_t kFold1024Hi = 0x14a7fe880;  // K(992)
 constexpr int64_t kFold2048Lo = 0x11542778a;  // K(2080)
 constexpr int64_t kFold2048Hi = 0x1322d1430;  // K(2016)
 
 #define VERBSIM_CLMUL __attribute__((target("pclmul,sse4.1")))
+#define VERBSIM_YMM_CLMUL \
+  __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
 #define VERBSIM_WIDE_CLMUL __attribute__((target("vpclmulqdq,avx512f")))
 
 VERBSIM_CLMUL inline __m128i Load(const uint8_t* q) {
@@ -106,6 +111,17 @@ VERBSIM_CLMUL uint32_t FinishLanes(__m128i a0, __m128i a1, __m128i a2,
   uint8_t lane[16];
   _mm_storeu_si128(reinterpret_cast<__m128i*>(lane), a);
   return SlicedUpdate(SlicedUpdate(0, lane, sizeof(lane)), p, n);
+}
+
+VERBSIM_YMM_CLMUL inline __m256i Load32(const uint8_t* q) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+}
+
+// Two 128-bit folds in one instruction pair.
+VERBSIM_YMM_CLMUL inline __m256i Fold2(__m256i a, __m256i k, __m256i into) {
+  const __m256i lo = _mm256_clmulepi64_epi128(a, k, 0x00);
+  const __m256i hi = _mm256_clmulepi64_epi128(a, k, 0x11);
+  return _mm256_xor_si256(_mm256_xor_si256(lo, hi), into);
 }
 
 VERBSIM_WIDE_CLMUL inline __m512i Load64(const uint8_t* q) {
@@ -138,6 +154,13 @@ bool HasClmul() {
   return has;
 }
 
+bool HasYmmClmul() {
+  static const bool has = HasClmul() &&
+                          __builtin_cpu_supports("vpclmulqdq") &&
+                          __builtin_cpu_supports("avx2");
+  return has;
+}
+
 bool HasWideClmul() {
   static const bool has = HasClmul() &&
                           __builtin_cpu_supports("vpclmulqdq") &&
@@ -164,6 +187,40 @@ VERBSIM_CLMUL uint32_t FoldedUpdate(uint32_t reg, const uint8_t* p, size_t n) {
     n -= 64;
   }
   return FinishLanes(a0, a1, a2, a3, p, n);
+}
+
+// The same lanes as FoldedUpdate, two to a 256-bit register, and four such
+// registers (128 bytes) in flight; then the first two fold into the last two
+// (64 bytes on), whose four lanes FinishLanes takes. For processors with
+// VPCLMULQDQ but no AVX-512.
+VERBSIM_YMM_CLMUL uint32_t YmmFoldedUpdate(uint32_t reg, const uint8_t* p,
+                                           size_t n) {
+  const __m256i k1024 =
+      _mm256_set_epi64x(kFold1024Hi, kFold1024Lo, kFold1024Hi, kFold1024Lo);
+  const __m256i k512 =
+      _mm256_set_epi64x(kFold512Hi, kFold512Lo, kFold512Hi, kFold512Lo);
+  const __m256i first = _mm256_set_epi64x(0, 0, 0, reg);
+  __m256i b0 = _mm256_xor_si256(Load32(p), first);
+  __m256i b1 = Load32(p + 32);
+  __m256i b2 = Load32(p + 64);
+  __m256i b3 = Load32(p + 96);
+  p += 128;
+  n -= 128;
+  while (n >= 128) {
+    b0 = Fold2(b0, k1024, Load32(p));
+    b1 = Fold2(b1, k1024, Load32(p + 32));
+    b2 = Fold2(b2, k1024, Load32(p + 64));
+    b3 = Fold2(b3, k1024, Load32(p + 96));
+    p += 128;
+    n -= 128;
+  }
+  b2 = Fold2(b0, k512, b2);
+  b3 = Fold2(b1, k512, b3);
+  uint8_t lanes[64];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), b2);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes + 32), b3);
+  return FinishLanes(Load(lanes), Load(lanes + 16), Load(lanes + 32),
+                     Load(lanes + 48), p, n);
 }
 
 // The same lanes as FoldedUpdate, four to a 512-bit register, and four such
@@ -211,7 +268,18 @@ VERBSIM_WIDE_CLMUL uint32_t WideFoldedUpdate(uint32_t reg, const uint8_t* p,
 #else  // no carry-less multiplication: never called (Has* are false)
 
 bool HasClmul() { return false; }
+bool HasYmmClmul() {
+  static const bool has = HasClmul() &&
+                          __builtin_cpu_supports("vpclmulqdq") &&
+                          __builtin_cpu_supports("avx2");
+  return has;
+}
+
+bool HasYmmClmul() { return false; }
 bool HasWideClmul() { return false; }
+uint32_t YmmFoldedUpdate(uint32_t reg, const uint8_t* p, size_t n) {
+  return verbsim::sim::SlicedUpdate(reg, p, n);
+}
 uint32_t FoldedUpdate(uint32_t reg, const uint8_t* p, size_t n) {
   return verbsim::sim::SlicedUpdate(reg, p, n);
 }
@@ -226,6 +294,9 @@ uint32_t WideFoldedUpdate(uint32_t reg, const uint8_t* p, size_t n) {
 uint32_t Crc32Update(uint32_t reg, const uint8_t* p, size_t n) {
   if (n >= 256 && crc32_internal::HasWideClmul()) {
     return crc32_internal::WideFoldedUpdate(reg, p, n);
+  }
+  if (n >= 128 && crc32_internal::HasYmmClmul()) {
+    return crc32_internal::YmmFoldedUpdate(reg, p, n);
   }
   if (n >= 64 && crc32_internal::HasClmul()) {
     return crc32_internal::FoldedUpdate(reg, p, n);
