@@ -8,8 +8,8 @@ code under test: every feature they added would cost libFuzzer bookkeeping
 on every run and steer it towards the checker instead of the sim.
 
 COVERAGE_SCOPE: for the code under test (core and the sim). Their objects
-also hold the inline code of the C++ standard library and abseil (at -O0
-all of it, as functions of its own). Those functions' edges and
+also hold the inline code of the C++ standard library and abseil (those
+functions -O2 does not inline, as functions of their own). Those functions' edges and
 comparisons (a container growing, a hash table probing, a mutex's fast
 path, the Mersenne twister refilling its state) were more than half of
 the edges libFuzzer counted, cost a callback or a counter each on every
