@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/provider.h"
 #include "core/types.h"
 #include "fuzz/bytes.h"
@@ -65,8 +66,8 @@ class SequenceHarness {
   Sge PickSge(int node, bool eight_bytes);
   int PostCallErrno(int i, bool recv);
   void CheckPost(const absl::Status& s, size_t bad_index, size_t n,
-                 int whole_call_errno, const std::vector<int>& definite,
-                 const std::vector<bool>& may_be_full, bool full_first,
+                 int whole_call_errno, absl::Span<const int> definite,
+                 absl::Span<const bool> may_be_full, bool full_first,
                  const char* what, size_t* accepted);
   void PostSendOp();
   void PostRecvOp();

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "core/errors.h"
 #include "core/names.h"
 #include "fuzz/harness.h"
@@ -23,12 +25,20 @@ namespace verbsim::fuzz::seq_harness {
 // A key for an access on `node`: mostly an lkey/rkey of an MR there.
 uint32_t SequenceHarness::PickKey(int node, bool remote) {
   const uint8_t mode = in_.U8();
-  std::vector<const MrObj*> here;
+  // The (mode % count)-th MR of the node, counted without a list of them
+  // (a post picks several keys, and each list was an allocation).
+  size_t here = 0;
+  for (const MrObj& m : mrs_) here += m.node == node;
+  if (here == 0 || mode >= 0xe0) return in_.U32();
+  size_t pick = mode % here;
+  const MrObj* chosen = nullptr;
   for (const MrObj& m : mrs_) {
-    if (m.node == node) here.push_back(&m);
+    if (m.node == node && pick-- == 0) {
+      chosen = &m;
+      break;
+    }
   }
-  if (here.empty() || mode >= 0xe0) return in_.U32();
-  const MrObj& m = *here[mode % here.size()];
+  const MrObj& m = *chosen;
   return (mode & 0x40) ? (remote ? m.lkey : m.rkey) : (remote ? m.rkey : m.lkey);
 }
 
@@ -64,8 +74,8 @@ int SequenceHarness::PostCallErrno(int i, bool recv) {
 // none) and whether the queue may be full at that WR.
 void SequenceHarness::CheckPost(const absl::Status& s, size_t bad_index,
                                 size_t n, int whole_call_errno,
-                                const std::vector<int>& definite,
-                                const std::vector<bool>& may_be_full,
+                                absl::Span<const int> definite,
+                                absl::Span<const bool> may_be_full,
                                 bool full_first, const char* what,
                                 size_t* accepted) {
   const int got = ErrnoOf(s);
@@ -119,8 +129,9 @@ void SequenceHarness::PostSendOp() {
   QpObj& q = qps_[i];
   if (q.dropped) return;
   const int peer_node = q.peer_node >= 0 ? q.peer_node : q.node;
-  std::vector<SendWr> wrs(n);
-  std::vector<std::vector<Sge>> sges(n);
+  // At most 3 WRs of at most 5 SGEs: all on the stack.
+  absl::InlinedVector<SendWr, 3> wrs(n);
+  absl::InlinedVector<Sge, 5> sges[3];
   static const WrOpcode kOps[] = {
       WrOpcode::kSend,          WrOpcode::kSendWithImm,
       WrOpcode::kRdmaWrite,     WrOpcode::kRdmaWriteWithImm,
@@ -165,8 +176,8 @@ void SequenceHarness::PostSendOp() {
   }
   // The model.
   const int whole = PostCallErrno(i, /*recv=*/false);
-  std::vector<int> definite(n);
-  std::vector<bool> may_full(n);
+  int definite[3] = {};
+  bool may_full[3] = {};
   const size_t out = q.destroyed ? 0 : tracker_.Outstanding(i, false);
   for (size_t k = 0; k < n; ++k) {
     definite[k] = SendWrErrno(wrs[k], q.caps, rules_.post_send);
@@ -174,14 +185,16 @@ void SequenceHarness::PostSendOp() {
   }
   size_t bad_index = 0;
   const absl::Status s = q.h->PostSend(wrs, &bad_index);
-  std::string desc;
-  for (const SendWr& w : wrs) {
-    absl::StrAppend(&desc, " [", w.wr_id, " ", WrOpcodeName(w.opcode),
-                    " flags 0x", absl::Hex(w.send_flags), " sges ",
-                    w.sg_list.size(), "]");
+  if (Verbose()) {
+    std::string desc;
+    for (const SendWr& w : wrs) {
+      absl::StrAppend(&desc, " [", w.wr_id, " ", WrOpcodeName(w.opcode),
+                      " flags 0x", absl::Hex(w.send_flags), " sges ",
+                      w.sg_list.size(), "]");
+    }
+    Note(absl::StrCat("post send qp ", i, desc, ": ", s.ToString(),
+                      s.ok() ? "" : absl::StrCat(" bad_index ", bad_index)));
   }
-  FUZZ_NOTE(absl::StrCat("post send qp ", i, desc, ": ", s.ToString(),
-                    s.ok() ? "" : absl::StrCat(" bad_index ", bad_index)));
   size_t accepted = 0;
   const bool kept_before_rts = whole == EINVAL && !q.destroyed &&
                                rules_.post_send.keeps_wrs_posted_before_rts &&
@@ -202,8 +215,8 @@ void SequenceHarness::PostSendOp() {
     // A send WR is checked before the queue's room (rxe post_one_send);
     // a receive after it (rxe_post_one_recv): a full receive queue
     // answers ENOMEM even for a WR with too many SGEs.
-    CheckPost(s, bad_index, n, whole, definite, may_full, false, "PostSend",
-              &accepted);
+    CheckPost(s, bad_index, n, whole, absl::MakeConstSpan(definite, n),
+              absl::MakeConstSpan(may_full, n), false, "PostSend", &accepted);
   }
   for (size_t k = 0; k < accepted; ++k) {
     const bool signaled =
@@ -222,8 +235,9 @@ void SequenceHarness::PostRecvOp() {
   if (i < 0) return;
   QpObj& q = qps_[i];
   if (q.dropped) return;
-  std::vector<RecvWr> wrs(n);
-  std::vector<std::vector<Sge>> sges(n);
+  // At most 2 WRs of at most 5 SGEs: all on the stack.
+  absl::InlinedVector<RecvWr, 2> wrs(n);
+  absl::InlinedVector<Sge, 5> sges[2];
   for (size_t k = 0; k < n; ++k) {
     const uint8_t nsge_mode = in_.U8();
     const size_t nsge = nsge_mode >= 0xf8 ? 5 : nsge_mode % 3;
@@ -234,8 +248,8 @@ void SequenceHarness::PostRecvOp() {
     wrs[k].sg_list = absl::MakeConstSpan(sges[k]);
   }
   const int whole = PostCallErrno(i, /*recv=*/true);
-  std::vector<int> definite(n);
-  std::vector<bool> may_full(n);
+  int definite[2] = {};
+  bool may_full[2] = {};
   const size_t out = q.destroyed ? 0 : tracker_.Outstanding(i, true);
   for (size_t k = 0; k < n; ++k) {
     definite[k] = wrs[k].sg_list.size() > q.caps.max_recv_sge ? EINVAL : 0;
@@ -246,8 +260,8 @@ void SequenceHarness::PostRecvOp() {
   FUZZ_NOTE(absl::StrCat("post recv qp ", i, " x", n, " (wr_id ", next_wr_id_,
                     "..): ", s.ToString()));
   size_t accepted = 0;
-  CheckPost(s, bad_index, n, whole, definite, may_full, true, "PostRecv",
-            &accepted);
+  CheckPost(s, bad_index, n, whole, absl::MakeConstSpan(definite, n),
+            absl::MakeConstSpan(may_full, n), true, "PostRecv", &accepted);
   const bool unflushed = accepted > 0 && !rules_.flushes_recv_posted_in_err &&
                          q.h->state() == QpState::kErr;
   for (size_t k = 0; k < accepted; ++k) {
