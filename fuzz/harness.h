@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/errors.h"
 #include "core/provider.h"
 #include "core/verbs.h"
 #include "fuzz/bytes.h"
@@ -52,6 +53,19 @@ bool Strict();
 // std::string of one would be an allocation each time.)
 void ExpectErrno(const absl::Status& status, int expected,
                  absl::string_view what);
+// The same with `what` the absl::StrCat of the remaining arguments, built
+// only when the errno is wrong: a description of the call (numbers, a
+// mask's flag names) built for every check was allocations on every run
+// for a message hardly ever printed.
+#define FUZZ_EXPECT_ERRNO(status, expected, ...)                   \
+  do {                                                             \
+    const ::absl::Status& fuzz_status_ = (status);                 \
+    const int fuzz_expected_ = (expected);                         \
+    if (::verbsim::ErrnoOf(fuzz_status_) != fuzz_expected_) {      \
+      ::verbsim::fuzz::ExpectErrno(fuzz_status_, fuzz_expected_,   \
+                                   ::absl::StrCat(__VA_ARGS__));   \
+    }                                                              \
+  } while (0)
 
 // Fills `bytes` with a pattern derived from `seed` (xorshift).
 void FillPattern(uint8_t* bytes, size_t n, uint64_t seed);

@@ -182,11 +182,10 @@ void RegHarness::Register() {
                     mr.ok() ? absl::StrCat("lkey 0x", absl::Hex((*mr)->lkey()),
                                            " rkey 0x", absl::Hex((*mr)->rkey()))
                             : mr.status().ToString()));
-  ExpectErrno(mr.status(), expected,
-              absl::StrCat("RegMr(0x", absl::Hex(call.addr), ", 0x",
-                           absl::Hex(call.length), ", access 0x",
-                           absl::Hex(call.access), ") on PD ", slot,
-                           p.alive ? "" : " (destroyed)"));
+  FUZZ_EXPECT_ERRNO(mr.status(), expected, "RegMr(0x", absl::Hex(call.addr),
+                    ", 0x", absl::Hex(call.length), ", access 0x",
+                    absl::Hex(call.access), ") on PD ", slot,
+                    p.alive ? "" : " (destroyed)");
   if (!mr.ok()) return;
   Mr& m = **mr;
   if (reinterpret_cast<uint64_t>(m.addr()) != call.addr ||
@@ -274,7 +273,7 @@ void RegHarness::DestroyPd() {
   }
   const absl::Status st = p.pd->Destroy();
   FUZZ_NOTE(absl::StrCat("destroy pd ", slot, ": ", st.ToString()));
-  ExpectErrno(st, expected, absl::StrCat("Pd::Destroy of PD ", slot));
+  FUZZ_EXPECT_ERRNO(st, expected, "Pd::Destroy of PD ", slot);
   if (st.ok()) p.alive = false;  // the handle stays, dead
 }
 

@@ -29,8 +29,8 @@ void RegHarness::AllocMw() {
                          mw.ok() ? absl::StrCat("rkey 0x",
                                                 absl::Hex((*mw)->rkey()))
                                  : mw.status().ToString()));
-  ExpectErrno(mw.status(), expected,
-              absl::StrCat("AllocMw(type ", type, ") on PD ", slot));
+  FUZZ_EXPECT_ERRNO(mw.status(), expected, "AllocMw(type ", type, ") on PD ",
+                    slot);
   if (!mw.ok()) return;
   Mw& h = **mw;
   if (static_cast<int>(h.type()) != type || h.pd() != p.pd) {

@@ -132,7 +132,7 @@ void SequenceHarness::FaultOp() {
   const absl::Status s = fabric_->AddFaults(rule);
   FUZZ_NOTE(absl::StrCat("faults \"", rule, "\": ", s.ToString()));
   if (rule == "crash node=9 at_us=1" && NumNodes() > 9) expected = 0;
-  ExpectErrno(s, expected, absl::StrCat("AddFaults(\"", rule, "\")"));
+  FUZZ_EXPECT_ERRNO(s, expected, "AddFaults(\"", rule, "\")");
   if (s.ok()) {
     if (forced) forced_faults_ = true;
     if (kind % 12 == 8) {

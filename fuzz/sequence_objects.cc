@@ -35,7 +35,7 @@ void SequenceHarness::CreateCq() {
                     with_channel ? " with channel" : "", ": ",
                     cq.ok() ? absl::StrCat("cq ", cqs_.size())
                             : cq.status().ToString()));
-  ExpectErrno(cq.status(), expected, absl::StrCat("CreateCq(", cqe, ")"));
+  FUZZ_EXPECT_ERRNO(cq.status(), expected, "CreateCq(", cqe, ")");
   if (!cq.ok()) return;
   CqObj c;
   c.node = node;
@@ -64,7 +64,7 @@ void SequenceHarness::CheckedDestroyCq(int i) {
   const int expected = c.destroyed ? EINVAL : LiveQpsOn(i) > 0 ? EBUSY : 0;
   const absl::Status s = c.h->Destroy();
   FUZZ_NOTE(absl::StrCat("destroy cq ", i, ": ", s.ToString()));
-  ExpectErrno(s, expected, absl::StrCat("Cq::Destroy of cq ", i));
+  FUZZ_EXPECT_ERRNO(s, expected, "Cq::Destroy of cq ", i);
   if (s.ok()) {
     c.destroyed = true;
     c.lossy = true;  // whatever was still in it is gone
@@ -225,9 +225,8 @@ void SequenceHarness::Modify(int i, QpState to, uint32_t mask, int peer) {
   FUZZ_NOTE(absl::StrCat("modify qp ", i, " ", QpStateName(from), " -> ",
                     QpStateName(to), " mask ", QpAttrMaskName(mask), ": ",
                     s.ToString()));
-  ExpectErrno(s, expected,
-              absl::StrCat("Modify qp ", i, " ", QpStateName(from), " -> ",
-                           QpStateName(to), " mask ", QpAttrMaskName(mask)));
+  FUZZ_EXPECT_ERRNO(s, expected, "Modify qp ", i, " ", QpStateName(from),
+                    " -> ", QpStateName(to), " mask ", QpAttrMaskName(mask));
   if (!s.ok()) return;
   if (mask & kQpState) {
     if (to == QpState::kReset) ++q.epoch;  // queued WRs are discarded
@@ -286,7 +285,7 @@ void SequenceHarness::DestroyQp() {
   if (q.dropped) return;
   const absl::Status s = q.h->Destroy();
   FUZZ_NOTE(absl::StrCat("destroy qp ", i, ": ", s.ToString()));
-  ExpectErrno(s, q.destroyed ? EINVAL : 0, absl::StrCat("Qp::Destroy qp ", i));
+  FUZZ_EXPECT_ERRNO(s, q.destroyed ? EINVAL : 0, "Qp::Destroy qp ", i);
   q.destroyed = true;
 }
 
