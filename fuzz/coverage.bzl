@@ -9,9 +9,9 @@ on every run and steer it towards the checker instead of the sim.
 
 COVERAGE_SCOPE: for the code under test (core and the sim). Their objects
 also hold the inline code of the C++ standard library and abseil (those
-functions -O2 does not inline, as functions of their own). Those functions' edges and
-comparisons (a container growing, a hash table probing, a mutex's fast
-path, the Mersenne twister refilling its state) were more than half of
+functions -O2 does not inline, as functions of their own). Their edges
+and comparisons (a container growing, a hash table probing, a mutex's
+fast path, the Mersenne twister refilling its state) were more than half of
 the edges libFuzzer counted, cost a callback or a counter each on every
 run, and rewarded inputs for differences in them; coverage_ignorelist.txt
 leaves them out. Bugs there are still caught: ASan and UBSan instrument
