@@ -150,8 +150,8 @@ std::unique_ptr<SimPair> MakeSimPair(const std::string& profile, uint64_t seed,
   return pair;
 }
 
-std::vector<WorkCompletion> DrainCq(Cq* cq) {
-  std::vector<WorkCompletion> out;
+Completions DrainCq(Cq* cq) {
+  Completions out;
   WorkCompletion wcs[16];
   while (true) {
     auto n = cq->Poll(absl::MakeSpan(wcs));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -119,8 +120,12 @@ std::unique_ptr<SimPair> MakeSimPair(const std::string& profile, uint64_t seed,
                                      const EndpointAttr& attr,
                                      uint32_t server_access);
 
+// What a drained CQ held. A check drains a few CQs after every step and
+// most hold at most a batch's completions, so they stay on the stack.
+using Completions = absl::InlinedVector<WorkCompletion, 16>;
+
 // Polls `cq` until it is empty; returns what it held.
-std::vector<WorkCompletion> DrainCq(Cq* cq);
+Completions DrainCq(Cq* cq);
 
 // "wr_id 3 SUCCESS RDMA_WRITE len 8 qp 17".
 std::string WcString(const WorkCompletion& wc);

@@ -55,7 +55,7 @@ void RegHarness::Finish(Endpoint& requester, uint64_t wr_id,
                         const StatusSet& want, bool responder_error,
                         bool completes, const WcOpcode* opcode) {
   pair_->fabric->RunUntilIdle();
-  const std::vector<WorkCompletion> got = DrainCq(requester.send_cq());
+  const Completions got = DrainCq(requester.send_cq());
   if (completes && &requester == &pair_->client()) unsignaled_run_ = 0;
   const bool ok =
       completes ? got.size() == 1 && got[0].wr_id == wr_id &&
@@ -77,7 +77,7 @@ void RegHarness::Finish(Endpoint& requester, uint64_t wr_id,
   for (Cq* cq : {pair_->client().recv_cq(), pair_->server().recv_cq(),
                  &requester == &pair_->client() ? pair_->server().send_cq()
                                                 : pair_->client().send_cq()}) {
-    const std::vector<WorkCompletion> extra = DrainCq(cq);
+    const Completions extra = DrainCq(cq);
     if (!extra.empty()) {
       Violation(absl::StrCat("unexpected completion ", WcString(extra[0])));
     }

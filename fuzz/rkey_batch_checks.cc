@@ -23,6 +23,8 @@ BatchExpectation RkeyHarness::ModelBatch(const std::vector<BatchWr>& wrs,
                                          size_t accepted) {
   BatchExpectation e;
   e.touches.resize(accepted);
+  // At most one send completion a WR: one block, not one per doubling.
+  e.want_send.reserve(accepted);
   for (size_t i = 0; i < accepted; ++i) {
     const BatchWr& b = wrs[i];
     const WcOpcode op = WcOpcodeOf(b.wr.opcode);
@@ -210,7 +212,7 @@ void RkeyHarness::CheckBatch(const std::vector<BatchWr>& wrs,
 
 void RkeyHarness::CompareCq(Cq* cq, const std::vector<ExpectedWc>& want,
                             const char* what) {
-  const std::vector<WorkCompletion> got = DrainCq(cq);
+  const Completions got = DrainCq(cq);
   for (size_t i = 0; i < std::max(got.size(), want.size()); ++i) {
     if (i >= got.size()) {
       Violation(absl::StrCat(what, ": completion ", i, " (wr_id ",

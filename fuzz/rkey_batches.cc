@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/names.h"
@@ -185,7 +186,7 @@ size_t RkeyHarness::PostBatch(const std::vector<BatchWr>& wrs) {
       break;
     }
   }
-  std::vector<SendWr> list;
+  absl::InlinedVector<SendWr, kMaxBatch> list;
   for (const BatchWr& b : wrs) list.push_back(b.wr);
   size_t bad_index = 0;
   for (const BatchWr& b : wrs) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "core/provider.h"
 #include "core/verbs.h"
 #include "fuzz/bytes.h"
@@ -70,7 +71,9 @@ struct ExpectedWc {
 struct BatchWr {
   RemoteKind kind = RemoteKind::kWrite;
   SendWr wr;
-  std::vector<Sge> sges;
+  // wr.sg_list points into these, set once the batch's vector is full
+  // (DecodeBatch): a BatchWr is not moved after that.
+  absl::InlinedVector<Sge, 2> sges;
   uint64_t length = 0;
   size_t slice = 0;
   bool signaled = true;
