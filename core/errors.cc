@@ -39,14 +39,30 @@ absl::string_view ErrnoName(int err) {
 
 absl::Status ErrnoError(int err, absl::string_view message) {
   // The text absl::ErrnoToStatus would give ("<message>: <strerror>"),
-  // built in one string: an error Status is on every refused call's path
-  // (and on most steps of a fuzzer's input), so the intermediate strings
-  // were a good share of those calls' allocations.
+  // put together on the stack when it fits: an error Status is on every
+  // refused call's path (and on most steps of a fuzzer's input), so its
+  // allocations are the Status's own only (its representation, message
+  // and payload), not strings on the way.
   char buf[128];
   const char* text = strerror_r(err, buf, sizeof(buf));  // GNU: may be buf
-  absl::Status status(
-      absl::ErrnoToStatusCode(err),
-      absl::StrCat(ErrnoName(err), ": ", message, ": ", text));
+  const absl::string_view parts[] = {ErrnoName(err), ": ", message, ": ",
+                                     text};
+  char room[2 * kErrnoMessageRoom];
+  size_t len = 0;
+  for (absl::string_view part : parts) len += part.size();
+  const absl::StatusCode code = absl::ErrnoToStatusCode(err);
+  absl::Status status;
+  if (len <= sizeof(room)) {
+    char* out = room;
+    for (absl::string_view part : parts) {
+      std::memcpy(out, part.data(), part.size());
+      out += part.size();
+    }
+    status = absl::Status(code, absl::string_view(room, len));
+  } else {
+    status = absl::Status(code, absl::StrCat(parts[0], parts[1], parts[2],
+                                             parts[3], parts[4]));
+  }
   status.SetPayload(kErrnoPayload, absl::Cord(absl::StrCat(err)));
   return status;
 }

@@ -6,6 +6,7 @@
 #define VERBSIM_CORE_ERRORS_H_
 
 #include <cerrno>
+#include <cstddef>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -16,9 +17,18 @@ namespace verbsim {
 // A status for `err` (an errno value) whose message is "<ENAME>: message".
 absl::Status ErrnoError(int err, absl::string_view message);
 
+// The same, with the message formatted as by absl::StrFormat. A message
+// that fits in kErrnoMessageRoom bytes is formatted on the stack: a refused
+// call's Status then costs the Status's own allocations only.
+inline constexpr size_t kErrnoMessageRoom = 256;
 template <typename... Args>
 absl::Status Errno(int err, const absl::FormatSpec<Args...>& format,
                    const Args&... args) {
+  char buf[kErrnoMessageRoom];
+  const int n = absl::SNPrintF(buf, sizeof(buf), format, args...);
+  if (n >= 0 && static_cast<size_t>(n) < sizeof(buf)) {
+    return ErrnoError(err, absl::string_view(buf, static_cast<size_t>(n)));
+  }
   return ErrnoError(err, absl::StrFormat(format, args...));
 }
 

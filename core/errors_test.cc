@@ -1,6 +1,8 @@
 #include "core/errors.h"
 
 #include <cerrno>
+#include <cstddef>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -43,6 +45,24 @@ TEST(ErrnoErrorTest, ReadsAsAbslErrnoToStatusWithTheNameFirst) {
     EXPECT_EQ(ErrnoOf(ours), err);
   }
   EXPECT_TRUE(ErrnoError(0, "nothing").ok());
+}
+
+TEST(ErrnoTest, FormatsMessagesOfEveryLengthWhole) {
+  // Messages shorter than the stack room, filling it, and longer: the same
+  // text as StrFormat and ErrnoError give, whichever way it was built.
+  for (size_t n = 0; n <= 5 * kErrnoMessageRoom; ++n) {
+    SCOPED_TRACE(n);
+    const std::string name(n, 'q');
+    const absl::Status got = Errno(EBUSY, "qp %s has %d WRs", name, 3);
+    const absl::Status want =
+        ErrnoError(EBUSY, absl::StrCat("qp ", name, " has 3 WRs"));
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(got.message(),
+              absl::StrCat("EBUSY: qp ", name, " has 3 WRs: ",
+                           absl::ErrnoToStatus(EBUSY, "").message()
+                               .substr(2)));
+    EXPECT_EQ(ErrnoOf(got), EBUSY);
+  }
 }
 
 }  // namespace
