@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "core/types.h"
 
 namespace verbsim::fuzz {
@@ -44,7 +45,8 @@ class StatusSet {
   std::string ToString() const;
 
  private:
-  std::vector<WcStatus> items_;
+  // Inline: the model builds a set for every completion it expects.
+  absl::InlinedVector<WcStatus, 4> items_;
   bool any_error_ = false;
 };
 

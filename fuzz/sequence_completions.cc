@@ -36,8 +36,13 @@ void CompletionTracker::Track(uint64_t wr_id, int qp, bool recv,
   if (c.pending + 1 > c.cqe) c.lossy = true;  // it may overrun
   ++c.pending;
   if (recs_.size() + 1 != wr_id) Violation("harness: wr_id out of step");
+  // Room for the WRs of a typical input at the first one, rather than a
+  // block for every doubling.
+  if (recs_.empty()) recs_.reserve(32);
   recs_.push_back(r);
-  queues_[qp][recv ? 1 : 0].order.push_back(wr_id);
+  std::vector<uint64_t>& order = queues_[qp][recv ? 1 : 0].order;
+  if (order.empty()) order.reserve(8);
+  order.push_back(wr_id);
 }
 
 size_t CompletionTracker::Outstanding(int qp, bool recv) const {
