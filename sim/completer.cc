@@ -299,14 +299,22 @@ constexpr int64_t kDrainFirstNs = 50'000;
 void ScheduleTimerEvent(QpCore& qp, int64_t at_ns) {
   Fabric* fabric = qp.node->fabric;
   Node* node = qp.node;
-  const uint32_t qpn = qp.qpn;
-  const uint64_t generation = qp.timer_generation;
+  // The capture fits std::function's inline storage (16 bytes), so the
+  // event allocates nothing: the QP number and the low half of the
+  // generation. The generation moves on a reset or an error of the QP, a
+  // verb call or a fault each; 2^32 of them while one timer event waits
+  // would be needed to mistake an old event for a current one.
+  const uint64_t qpn_generation =
+      uint64_t{qp.qpn} << 32 | static_cast<uint32_t>(qp.timer_generation);
   qp.timer_event_pending = true;
-  fabric->Schedule(at_ns, [node, qpn, generation]() {
-    QpCore* found = node->FindQp(qpn);
+  fabric->Schedule(at_ns, [node, qpn_generation]() {
+    QpCore* found = node->FindQp(static_cast<uint32_t>(qpn_generation >> 32));
     if (found == nullptr) return;
     QpCore& q = *found;
-    if (q.timer_generation != generation) return;  // reset or error since
+    if (static_cast<uint32_t>(q.timer_generation) !=
+        static_cast<uint32_t>(qpn_generation)) {
+      return;  // reset or error since
+    }
     q.timer_event_pending = false;
     if (!q.timer_armed) return;
     const int64_t now = node->fabric->now_ns();
