@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the verbsim benchmarks (//bench, -c opt), runs the set with a
+# Builds the verbsim benchmarks (//bench, -c opt --config=lto: gcc's
+# link-time optimisation, .bazelrc), runs the set with a
 # progress line per benchmark and prints one table: figure, value, unit,
 # target, ratio to the target. docs/performance.md holds the latest
 # table.
@@ -50,7 +51,7 @@ fuzz_seconds="${BENCH_FUZZ_SECONDS:-60}"
 provider="${VERBSIM_PROVIDER:-sim}"
 
 startup=()
-build_flags=(-c opt --noshow_progress --ui_event_filters=-info)
+build_flags=(-c opt --config=lto --noshow_progress --ui_event_filters=-info)
 if [[ -n "${VERBSIM_BAZEL_OUTPUT_BASE:-}" ]]; then
   startup+=("--output_base=${VERBSIM_BAZEL_OUTPUT_BASE}")
   build_flags+=(--symlink_prefix=/)
@@ -72,7 +73,7 @@ trap 'exit 143' TERM
 targets=(//bench:message_rate //bench:bandwidth //bench:latency //bench:scale
          //bench:loss_cost //bench:rc_property_bench //bench:threads
          //dropin/verbs:libibverbs.so.1 //dropin/rdmacm:librdmacm.so.1)
-echo "bench: building ${targets[*]} (-c opt)" >&2
+echo "bench: building ${targets[*]} (-c opt --config=lto)" >&2
 if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
        >"${tmp}/bazel.log" 2>&1; then
   grep -vE '^(Starting local Bazel server|Loading|Analyzing|INFO:|\[[0-9,]+ / [0-9,]+\])' \
@@ -80,7 +81,7 @@ if ! bazel "${startup[@]}" build "${build_flags[@]}" "${targets[@]}" \
   echo "bench: build failed" >&2
   exit 1
 fi
-opt_bin="$(bazel "${startup[@]}" info -c opt bazel-bin 2>/dev/null)"
+opt_bin="$(bazel "${startup[@]}" info -c opt --config=lto bazel-bin 2>/dev/null)"
 bin="${opt_bin}/bench"
 # The fuzzers as the test command builds them (clang, libFuzzer, ASan).
 fuzz_bin=""
